@@ -1,0 +1,170 @@
+//! `rollgate dry-run`: evaluate an AnalysisTemplate's metrics once and print the verdict.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use clap::{Args, ValueEnum};
+
+use crate::engine::{AddressPolicy, Engine, EvalOptions};
+use crate::measurement::Phase;
+use crate::prometheus::{Backend, Client, Recorder, Replay};
+use crate::spec::duration::parse_duration;
+use crate::spec::{check_address, Metric, Provider, Template};
+
+use super::exit;
+use super::output::{print_json, print_table, Row};
+
+/// Arguments of `rollgate dry-run`.
+#[derive(Debug, Args)]
+pub struct DryRunArgs {
+    /// The AnalysisTemplate / ClusterAnalysisTemplate YAML file (several documents allowed).
+    #[arg(short = 'f', long = "file", value_name = "FILE")]
+    pub file: PathBuf,
+
+    /// A template argument, `name=value`, for `{{args.name}}` (repeatable; overrides defaults).
+    #[arg(long = "arg", value_name = "NAME=VALUE", value_parser = parse_arg)]
+    pub args: Vec<(String, String)>,
+
+    /// Evaluate at this time (RFC 3339, e.g. 2026-11-29T12:00:00Z) instead of now.
+    #[arg(long, value_name = "RFC3339", value_parser = parse_time)]
+    pub at: Option<DateTime<Utc>>,
+
+    /// Replace every metric's Prometheus address (e.g. a port-forward: http://127.0.0.1:9090).
+    #[arg(long, value_name = "URL")]
+    pub prometheus: Option<String>,
+
+    /// Output format.
+    #[arg(short = 'o', long = "output", value_enum, default_value_t = OutputFormat::Table)]
+    pub output: OutputFormat,
+
+    /// Save every Prometheus response to FILE, for `--replay` later.
+    #[arg(long, value_name = "FILE", conflicts_with = "replay")]
+    pub record: Option<PathBuf>,
+
+    /// Answer queries from a recording instead of a server (no cluster needed).
+    #[arg(long, value_name = "FILE")]
+    pub replay: Option<PathBuf>,
+
+    /// Evaluate only the metric with this name.
+    #[arg(long, value_name = "NAME")]
+    pub metric: Option<String>,
+
+    /// Overall time allowed per metric, retries included.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    pub timeout: Duration,
+}
+
+/// How results are printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    Table,
+    Json,
+}
+
+fn parse_arg(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
+        _ => Err(format!("expected NAME=VALUE, got {s:?}")),
+    }
+}
+
+fn parse_time(s: &str) -> Result<DateTime<Utc>, String> {
+    DateTime::parse_from_rfc3339(s)
+        .map(|t| t.with_timezone(&Utc))
+        .map_err(|e| format!("expected an RFC 3339 time like 2026-11-29T12:00:00Z: {e}"))
+}
+
+/// Runs the dry run and returns the exit code.
+pub fn run(args: DryRunArgs) -> u8 {
+    match execute(&args) {
+        Ok(code) => code,
+        Err(message) => {
+            eprintln!("rollgate dry-run: {message}");
+            exit::ERROR
+        }
+    }
+}
+
+fn execute(args: &DryRunArgs) -> Result<u8, String> {
+    let text = std::fs::read_to_string(&args.file).map_err(|e| format!("cannot read {}: {e}", args.file.display()))?;
+    let source = args.file.display().to_string();
+    let templates = Template::parse_all(&text, &source).map_err(|e| format!("{source}: {e}"))?;
+
+    let mut work: Vec<(String, Metric)> = Vec::new();
+    for template in &templates {
+        let metrics = template
+            .metrics(&args.args)
+            .map_err(|e| format!("{source}: {} {}: {e}", template.kind, template.name))?;
+        for m in metrics {
+            if args.metric.as_deref().is_none_or(|want| want == m.name) {
+                work.push((template.name.clone(), m));
+            }
+        }
+    }
+    if work.is_empty() {
+        return Err(match &args.metric {
+            Some(name) => format!("{source}: no metric named {name:?}"),
+            None => format!("{source}: no metrics"),
+        });
+    }
+
+    let backend = match (&args.replay, &args.record) {
+        (Some(path), _) => Backend::Replay(Replay::load(path).map_err(|e| e.to_string())?),
+        (None, Some(_)) => Backend::Recording(Client::new(), Recorder::new()),
+        (None, None) => Backend::Live(Client::new()),
+    };
+    let mut addresses = AddressPolicy::from_env();
+    if let Some(url) = &args.prometheus {
+        addresses.override_address = Some(check_address("--prometheus", url).map_err(|e| e.to_string())?);
+    }
+    let engine = Engine::new(backend, addresses);
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    let rows = runtime.block_on(evaluate_all(&engine, &work, args));
+
+    if let (Some(path), Backend::Recording(_, recorder)) = (&args.record, engine.backend()) {
+        recorder.save(path).map_err(|e| format!("cannot save the recording: {e}"))?;
+    }
+
+    let overall = Phase::combine(rows.iter().filter_map(|r| r.measurement.as_ref().map(|m| m.phase)));
+    let show_template = templates.len() > 1;
+    match args.output {
+        OutputFormat::Table => print_table(&rows, overall, show_template),
+        OutputFormat::Json => print_json(&rows, overall, args.at),
+    }
+    Ok(exit_code(overall))
+}
+
+async fn evaluate_all(engine: &Engine, work: &[(String, Metric)], args: &DryRunArgs) -> Vec<Row> {
+    let evaluations = work.iter().map(|(template, metric)| async move {
+        let opts = EvalOptions {
+            at: args.at,
+            ..EvalOptions::with_budget(args.timeout)
+        };
+        let measurement = match &metric.provider {
+            Provider::Unsupported(_) => None,
+            _ => Some(engine.measure(metric, &opts).await),
+        };
+        Row {
+            template: template.clone(),
+            metric: metric.name.clone(),
+            kind: engine.describe(metric).get("kind").cloned().unwrap_or_default(),
+            measurement,
+        }
+    });
+    futures::future::join_all(evaluations).await
+}
+
+/// The dry-run exit code for an overall phase.
+pub fn exit_code(phase: Phase) -> u8 {
+    match phase {
+        Phase::Successful => exit::SUCCESSFUL,
+        Phase::Failed => exit::FAILED,
+        Phase::Inconclusive | Phase::Running => exit::INCONCLUSIVE,
+        Phase::Error => exit::ERROR,
+    }
+}

@@ -1,0 +1,70 @@
+//! The command line: argument parsing and the subcommands, thin over the engine.
+
+mod dry_run;
+mod output;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+pub use dry_run::DryRunArgs;
+
+/// Exit codes of `dry-run` (and of other verdict-printing commands).
+pub mod exit {
+    pub const SUCCESSFUL: u8 = 0;
+    pub const FAILED: u8 = 1;
+    pub const INCONCLUSIVE: u8 = 2;
+    pub const ERROR: u8 = 3;
+}
+
+/// rollgate judges progressive deliveries: an Argo Rollouts metric plugin, a Flagger webhook,
+/// and dry runs of AnalysisTemplates from a terminal.
+#[derive(Debug, Parser)]
+#[command(name = "rollgate", version, about, long_about = None, arg_required_else_help = true)]
+pub struct Cli {
+    /// Log level (error, warn, info, debug, trace) or a tracing filter; also ROLLGATE_LOG.
+    #[arg(long, global = true, env = "ROLLGATE_LOG", default_value = "warn")]
+    pub log_level: String,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Evaluate every metric of an AnalysisTemplate once and print the verdict.
+    ///
+    /// Exit codes: 0 Successful, 1 Failed, 2 Inconclusive (or still waiting), 3 Error or invalid spec.
+    DryRun(DryRunArgs),
+}
+
+/// Entry point of the binary: parses arguments, runs the command, returns its exit code.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // Help and version go to stdout with success; usage errors and a bare `rollgate`
+            // (help shown because no subcommand was given) exit 1, never waiting for input.
+            let _ = e.print();
+            return match e.kind() {
+                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => ExitCode::SUCCESS,
+                _ => ExitCode::from(1),
+            };
+        }
+    };
+    init_logging(&cli.log_level);
+    match cli.command {
+        Command::DryRun(args) => ExitCode::from(dry_run::run(args)),
+    }
+}
+
+fn init_logging(level: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_new(level)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
+}

@@ -1,0 +1,264 @@
+//! The analysis engine: the one place that turns a metric into a measurement.
+//!
+//! Every surface (Argo plugin, gRPC, Flagger webhook, web provider, dry run) builds a
+//! [`Metric`] and calls [`Engine::measure`]; the rules — the request guard, the no-data policy,
+//! Argo's condition semantics, the phase — are decided in this module and its children only.
+
+mod guard;
+mod no_data;
+mod query;
+pub mod result;
+mod wait;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use crate::measurement::{Measurement, Phase};
+use crate::prometheus::{Backend, PrometheusConfig, QueryRequest, QueryResponse};
+use crate::spec::{Metric, MetricKind, Provider};
+
+pub use no_data::NoData;
+pub use wait::{DEFAULT_WAIT_BOUND, WAIT_RETRY};
+
+/// The environment variable that names a Prometheus address when a spec gives none.
+pub const ADDRESS_ENV: &str = "ROLLGATE_PROMETHEUS_ADDRESS";
+
+/// Which Prometheus address a metric uses.
+#[derive(Debug, Clone, Default)]
+pub struct AddressPolicy {
+    /// Replaces every metric's address (dry-run `--prometheus`, to go through a port-forward).
+    pub override_address: Option<String>,
+    /// Used when a metric names no address (`serve --prometheus`, then `ROLLGATE_PROMETHEUS_ADDRESS`).
+    pub default_address: Option<String>,
+}
+
+impl AddressPolicy {
+    /// A policy whose default comes from `ROLLGATE_PROMETHEUS_ADDRESS` when set.
+    pub fn from_env() -> AddressPolicy {
+        AddressPolicy {
+            override_address: None,
+            default_address: std::env::var(ADDRESS_ENV).ok().filter(|a| !a.trim().is_empty()),
+        }
+    }
+}
+
+/// When and how long one measurement may take.
+#[derive(Debug, Clone, Default)]
+pub struct EvalOptions {
+    /// Evaluation time; `None` is now.
+    pub at: Option<DateTime<Utc>>,
+    /// The overall deadline for every query of the measurement (retries included).
+    pub deadline: Option<tokio::time::Instant>,
+    /// For a measurement resumed while waiting for traffic: when the wait began.
+    pub waiting_since: Option<DateTime<Utc>>,
+}
+
+impl EvalOptions {
+    /// Options with an overall time budget from now.
+    pub fn with_budget(budget: Duration) -> EvalOptions {
+        EvalOptions {
+            deadline: Some(tokio::time::Instant::now() + budget),
+            ..EvalOptions::default()
+        }
+    }
+}
+
+/// The analysis engine. Cheap to share behind an `Arc`.
+pub struct Engine {
+    backend: Backend,
+    addresses: AddressPolicy,
+}
+
+impl Engine {
+    /// An engine that sends queries to `backend`, choosing addresses by `addresses`.
+    pub fn new(backend: Backend, addresses: AddressPolicy) -> Engine {
+        Engine { backend, addresses }
+    }
+
+    /// The query backend (to save a recording after a dry run).
+    pub fn backend(&self) -> &Backend {
+        &self.backend
+    }
+
+    /// Measures one metric now (or at `opts.at`). Never panics on input; never returns
+    /// Successful for a fault: every failure to judge is an Error measurement.
+    pub async fn measure(&self, metric: &Metric, opts: &EvalOptions) -> Measurement {
+        let started_at = Utc::now();
+        let outcome = match &metric.provider {
+            Provider::Rollgate(spec) => match self.resolve(&spec.prometheus) {
+                Err(message) => Outcome::new().error(message),
+                Ok(config) => {
+                    let mut out = match &spec.kind {
+                        MetricKind::Query(q) => {
+                            self.measure_query(metric, q, spec.no_data, &config, opts, started_at).await
+                        }
+                    };
+                    out.metadata.insert("kind".into(), spec.kind.name().into());
+                    out
+                }
+            },
+            Provider::Prometheus { config, query } => match self.resolve(config) {
+                Err(message) => Outcome::new().error(message),
+                Ok(config) => self.measure_argo_prometheus(metric, &config, query, opts).await,
+            },
+            Provider::Unsupported(name) => {
+                Outcome::new().error(format!("provider {name} is not one rollgate can evaluate"))
+            }
+        };
+        outcome.into_measurement(started_at)
+    }
+
+    /// Argo's `Resume`: re-measures a measurement that waits for traffic once its `resumeAt`
+    /// has come; returns any other measurement unchanged (still in flight, or finished).
+    pub async fn resume(&self, metric: &Metric, previous: &Measurement, opts: &EvalOptions) -> Measurement {
+        let in_flight = previous.phase == Phase::Running && previous.finished_at.is_none();
+        let due = previous.resume_at.is_none_or(|at| at <= Utc::now());
+        if !in_flight || !due {
+            return previous.clone();
+        }
+        let opts = EvalOptions {
+            waiting_since: Some(previous.started_at),
+            ..opts.clone()
+        };
+        let mut m = self.measure(metric, &opts).await;
+        m.started_at = previous.started_at;
+        m
+    }
+
+    /// Argo's `Terminate`: finishes an in-flight measurement. No verdict was reached, so it is
+    /// Inconclusive with a message saying so; a finished one is returned unchanged.
+    pub fn terminate(&self, previous: &Measurement) -> Measurement {
+        if previous.finished_at.is_some() {
+            return previous.clone();
+        }
+        let mut m = previous.clone();
+        m.phase = Phase::Inconclusive;
+        m.message = format!("terminated before a verdict was reached (last state: {})", previous.message);
+        m.finished_at = Some(Utc::now());
+        m.resume_at = None;
+        m
+    }
+
+    /// What a metric will query, for `GetMetadata` and dry-run output: kind and resolved queries.
+    pub fn describe(&self, metric: &Metric) -> BTreeMap<String, String> {
+        let mut meta = BTreeMap::new();
+        match &metric.provider {
+            Provider::Rollgate(spec) => {
+                meta.insert("kind".into(), spec.kind.name().into());
+                match &spec.kind {
+                    MetricKind::Query(q) => {
+                        meta.insert("query".into(), q.query.clone());
+                        if let Some(g) = &q.min_requests {
+                            meta.insert("minRequests.query".into(), g.query.clone());
+                            meta.insert("minRequests.count".into(), result::format_count(g.count));
+                        }
+                    }
+                }
+                meta.insert("noData".into(), spec.no_data.as_str().into());
+            }
+            Provider::Prometheus { query, .. } => {
+                meta.insert("kind".into(), "prometheus".into());
+                meta.insert("query".into(), query.clone());
+            }
+            Provider::Unsupported(name) => {
+                meta.insert("kind".into(), format!("unsupported ({name})"));
+            }
+        }
+        meta
+    }
+
+    /// The address a config will use after the override and fallback rules.
+    fn resolve(&self, config: &PrometheusConfig) -> Result<PrometheusConfig, String> {
+        let address = self
+            .addresses
+            .override_address
+            .clone()
+            .or_else(|| (!config.address.is_empty()).then(|| config.address.clone()))
+            .or_else(|| self.addresses.default_address.clone());
+        match address {
+            Some(address) => Ok(PrometheusConfig {
+                address,
+                ..config.clone()
+            }),
+            None => Err(format!(
+                "no Prometheus address: set prometheus.address in the spec, pass --prometheus, or set {ADDRESS_ENV}"
+            )),
+        }
+    }
+
+    /// Argo's built-in `prometheus` provider, with Argo's semantics and no rollgate rules.
+    async fn measure_argo_prometheus(
+        &self,
+        metric: &Metric,
+        config: &PrometheusConfig,
+        query: &str,
+        opts: &EvalOptions,
+    ) -> Outcome {
+        let mut out = Outcome::new();
+        out.metadata.insert("kind".into(), "prometheus".into());
+        out.metadata.insert("query".into(), query.to_string());
+        let request = QueryRequest::Instant {
+            query: query.to_string(),
+            time: opts.at,
+        };
+        match self.backend.query(config, &request, opts.deadline).await {
+            Err(e) => out.error(format!("query failed: {e}")),
+            Ok(response) => {
+                out.note_warnings(&response);
+                out.value = result::argo_value_string(&response.data);
+                query::judge(out, metric, &response, "")
+            }
+        }
+    }
+}
+
+/// A measurement being built: the pieces before times are stamped.
+#[derive(Debug, Default)]
+struct Outcome {
+    phase: Option<Phase>,
+    message: String,
+    value: String,
+    metadata: BTreeMap<String, String>,
+    resume_at: Option<DateTime<Utc>>,
+    warnings: Vec<String>,
+}
+
+impl Outcome {
+    fn new() -> Outcome {
+        Outcome::default()
+    }
+
+    fn finish(mut self, phase: Phase, message: String) -> Outcome {
+        self.phase = Some(phase);
+        self.message = message;
+        self
+    }
+
+    fn error(self, message: String) -> Outcome {
+        self.finish(Phase::Error, message)
+    }
+
+    fn note_warnings(&mut self, response: &QueryResponse) {
+        self.warnings.extend(response.warnings.iter().cloned());
+    }
+
+    fn into_measurement(mut self, started_at: DateTime<Utc>) -> Measurement {
+        let phase = self.phase.unwrap_or(Phase::Error);
+        if !self.warnings.is_empty() {
+            self.metadata.insert("warnings".into(), self.warnings.join("; "));
+            self.message = format!("{} (Prometheus warned: {})", self.message, self.warnings.join("; "));
+        }
+        let running = phase == Phase::Running;
+        Measurement {
+            phase,
+            message: self.message,
+            value: self.value,
+            metadata: self.metadata,
+            started_at,
+            finished_at: (!running).then(Utc::now),
+            resume_at: if running { self.resume_at } else { None },
+        }
+    }
+}

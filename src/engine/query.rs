@@ -1,0 +1,133 @@
+//! The `query` metric kind: guard first, then the query, its no-data rule, then Argo's conditions.
+
+use chrono::{DateTime, Utc};
+
+use crate::condition::evaluate_result;
+use crate::measurement::Phase;
+use crate::prometheus::{PrometheusConfig, QueryRequest, QueryResponse};
+use crate::spec::{Metric, NoDataPolicy, OnInsufficient, QuerySpec};
+
+use super::guard::{self, GuardReading};
+use super::no_data::{self, abbreviate};
+use super::result::{argo_value_string, condition_value, format_count};
+use super::wait::{self, WaitDecision};
+use super::{Engine, EvalOptions, Outcome};
+
+impl Engine {
+    /// Measures a `query` metric.
+    pub(super) async fn measure_query(
+        &self,
+        metric: &Metric,
+        spec: &QuerySpec,
+        no_data: NoDataPolicy,
+        config: &PrometheusConfig,
+        opts: &EvalOptions,
+        started_at: DateTime<Utc>,
+    ) -> Outcome {
+        let mut out = Outcome::new();
+        out.metadata.insert("query".into(), spec.query.clone());
+
+        let mut guard_note = String::new();
+        if let Some(g) = &spec.min_requests {
+            out.metadata.insert("minRequests.query".into(), g.query.clone());
+            out.metadata.insert("minRequests.count".into(), format_count(g.count));
+            let response = match self.instant(config, &g.query, opts).await {
+                Ok(r) => r,
+                Err(e) => return out.error(format!("minRequests.query failed: {e}")),
+            };
+            out.note_warnings(&response);
+            match guard::read(&response.data, g.count) {
+                GuardReading::Enough(seen) => {
+                    out.metadata.insert("minRequests.seen".into(), format_count(seen));
+                    guard_note = format!(" ({})", guard::seen_vs_needed(seen, g.count));
+                }
+                GuardReading::NoData(why) => {
+                    let (phase, message) = no_data::verdict(no_data, "minRequests.query", &g.query, &why);
+                    out.metadata.insert("noData".into(), why.describe());
+                    return out.finish(phase, message);
+                }
+                GuardReading::Ambiguous(n) => {
+                    return out.error(format!(
+                        "minRequests.query `{}` returned {n} series; it must return one number (wrap it in sum())",
+                        abbreviate(&g.query)
+                    ));
+                }
+                GuardReading::Insufficient(seen) => {
+                    out.metadata.insert("minRequests.seen".into(), format_count(seen));
+                    let why = guard::seen_vs_needed(seen, g.count);
+                    let fixed = |phase: Phase| {
+                        format!("too little traffic: {why}; onInsufficient: {} makes this {phase}", g.on_insufficient.as_str())
+                    };
+                    return match g.on_insufficient {
+                        OnInsufficient::Inconclusive => out.finish(Phase::Inconclusive, fixed(Phase::Inconclusive)),
+                        OnInsufficient::Fail => out.finish(Phase::Failed, fixed(Phase::Failed)),
+                        OnInsufficient::Pass => out.finish(Phase::Successful, fixed(Phase::Successful)),
+                        OnInsufficient::Wait => match wait::decide(metric.interval, opts.waiting_since, started_at) {
+                            WaitDecision::WaitUntil(resume_at) => {
+                                out.resume_at = Some(resume_at);
+                                out.finish(
+                                    Phase::Running,
+                                    format!("waiting for traffic: {why}; asking again at {}", resume_at.format("%H:%M:%S UTC")),
+                                )
+                            }
+                            WaitDecision::GiveUp(waited) => out.finish(
+                                Phase::Inconclusive,
+                                format!("too little traffic after waiting {waited}: {why}; the wait is bounded by the metric's interval"),
+                            ),
+                        },
+                    };
+                }
+            }
+        }
+
+        let response = match self.instant(config, &spec.query, opts).await {
+            Ok(r) => r,
+            Err(e) => return out.error(format!("query failed: {e}")),
+        };
+        out.note_warnings(&response);
+        out.value = argo_value_string(&response.data);
+        if let Some(why) = no_data::detect(&response.data) {
+            let (phase, message) = no_data::verdict(no_data, "query", &spec.query, &why);
+            out.metadata.insert("noData".into(), why.describe());
+            return out.finish(phase, message);
+        }
+        judge(out, metric, &response, &guard_note)
+    }
+
+    async fn instant(
+        &self,
+        config: &PrometheusConfig,
+        query: &str,
+        opts: &EvalOptions,
+    ) -> Result<QueryResponse, crate::prometheus::PrometheusError> {
+        let request = QueryRequest::Instant {
+            query: query.to_string(),
+            time: opts.at,
+        };
+        self.backend.query(config, &request, opts.deadline).await
+    }
+}
+
+/// Applies Argo's conditions to a result that has data, and says why in one sentence.
+pub(super) fn judge(out: Outcome, metric: &Metric, response: &QueryResponse, note: &str) -> Outcome {
+    let result = condition_value(&response.data);
+    let value = out.value.clone();
+    match evaluate_result(&result, metric.success_condition.as_ref(), metric.failure_condition.as_ref()) {
+        Ok(phase) => out.finish(phase, format!("result {value}: {}{note}", explain(metric, phase))),
+        Err(failure) => out.error(format!("result {value}: {failure}")),
+    }
+}
+
+fn explain(metric: &Metric, phase: Phase) -> String {
+    let success = metric.success_condition.as_ref().map(|c| c.source().to_string());
+    let failure = metric.failure_condition.as_ref().map(|c| c.source().to_string());
+    match (phase, success, failure) {
+        (Phase::Successful, None, None) => "no conditions, so any result without an error is Successful".into(),
+        (Phase::Successful, Some(s), _) => format!("successCondition `{s}` holds"),
+        (Phase::Successful, None, Some(f)) => format!("failureCondition `{f}` does not hold"),
+        (Phase::Failed, _, Some(f)) => format!("failureCondition `{f}` holds"),
+        (Phase::Failed, Some(s), None) => format!("successCondition `{s}` does not hold"),
+        (Phase::Inconclusive, _, _) => "neither successCondition nor failureCondition holds".into(),
+        (phase, _, _) => format!("{phase}"),
+    }
+}

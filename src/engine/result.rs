@@ -1,0 +1,92 @@
+//! Prometheus results as Argo sees them: the `result` value for conditions and the value string.
+
+use crate::condition::Value;
+use crate::prometheus::QueryData;
+
+/// The numbers of a result in Argo's order: scalar -> one, vector -> one per series,
+/// matrix -> every sample of every series, flattened.
+pub fn numbers(data: &QueryData) -> Vec<f64> {
+    match data {
+        QueryData::Scalar(s) => vec![s.value],
+        QueryData::Vector(series) => series.iter().map(|s| s.sample.value).collect(),
+        QueryData::Matrix(series) => series.iter().flat_map(|s| s.samples.iter().map(|p| p.value)).collect(),
+    }
+}
+
+/// The `result` variable as Argo's Prometheus provider builds it: a number for a scalar,
+/// a list of numbers for a vector or a matrix.
+pub fn condition_value(data: &QueryData) -> Value {
+    match data {
+        QueryData::Scalar(s) => Value::Float(s.value),
+        _ => Value::Array(numbers(data).into_iter().map(Value::Float).collect()),
+    }
+}
+
+/// The measurement value exactly as Argo formats it: `10`, `[0.97,1]`, `NaN`, `+Inf`.
+pub fn argo_value_string(data: &QueryData) -> String {
+    match data {
+        QueryData::Scalar(s) => format_number(s.value),
+        _ => {
+            let parts: Vec<String> = numbers(data).into_iter().map(format_number).collect();
+            format!("[{}]", parts.join(","))
+        }
+    }
+}
+
+/// Go's `strconv.FormatFloat(f, 'f', -1, 64)` as Prometheus' client prints sample values.
+pub fn format_number(v: f64) -> String {
+    if v.is_nan() {
+        "NaN".into()
+    } else if v == f64::INFINITY {
+        "+Inf".into()
+    } else if v == f64::NEG_INFINITY {
+        "-Inf".into()
+    } else {
+        // Rust's Display is the shortest round-trip form without exponent, as Go's 'f', -1.
+        format!("{v}")
+    }
+}
+
+/// A human rendering of a count: `12,345`.
+pub fn format_count(v: f64) -> String {
+    if !v.is_finite() || v.fract() != 0.0 || v.abs() >= 1e15 {
+        return format_number(v);
+    }
+    let digits = format!("{}", v.abs() as u64);
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if v < 0.0 {
+        format!("-{out}")
+    } else {
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_like_go() {
+        assert_eq!(format_number(10.0), "10");
+        assert_eq!(format_number(0.0000001), "0.0000001");
+        assert_eq!(format_number(1e21), "1000000000000000000000");
+        assert_eq!(format_number(f64::NAN), "NaN");
+        assert_eq!(format_number(f64::INFINITY), "+Inf");
+        assert_eq!(format_number(f64::NEG_INFINITY), "-Inf");
+        assert_eq!(format_number(-0.25), "-0.25");
+    }
+
+    #[test]
+    fn counts_get_thousands_separators() {
+        assert_eq!(format_count(12345.0), "12,345");
+        assert_eq!(format_count(300.0), "300");
+        assert_eq!(format_count(1000000.0), "1,000,000");
+        assert_eq!(format_count(12.5), "12.5");
+    }
+}

@@ -1,0 +1,13 @@
+//! rollgate: canary analysis for Argo Rollouts, Flagger and the terminal.
+//!
+//! One engine ([`engine`]) judges every metric; the surfaces around it only translate:
+//! the Argo Rollouts plugin ([`goplugin`] transport, [`plugin`] mapping), and the CLI ([`cli`]).
+//! Specs are parsed and validated in [`spec`], queries go through [`prometheus`], and Argo's
+//! condition language lives in [`condition`].
+
+pub mod cli;
+pub mod condition;
+pub mod engine;
+pub mod measurement;
+pub mod prometheus;
+pub mod spec;

@@ -1,0 +1,593 @@
+//! The live HTTP client: authentication, TLS, bounded retries, deadlines and the size cap.
+
+use std::collections::HashMap;
+use std::error::Error as _;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
+use reqwest::{Method, Url};
+use tokio::time::Instant;
+
+use super::config::{is_sensitive_header, redact_url, PrometheusConfig};
+use super::error::{retryable_status, Origin, PrometheusError};
+use super::request::QueryRequest;
+use super::response::{decode, QueryResponse};
+
+/// First pause between attempts; doubled after each retry.
+const FIRST_BACKOFF: Duration = Duration::from_millis(100);
+/// Longest pause between attempts.
+const MAX_BACKOFF: Duration = Duration::from_secs(5);
+/// Distinct TLS settings kept; more means CA files keep changing, so start over.
+const MAX_CACHED_CLIENTS: usize = 16;
+
+/// A live client for Prometheus-compatible APIs; cheap to clone (clones share connections).
+///
+/// One `reqwest::Client` (and so one connection pool) is kept per distinct TLS setting
+/// (CA file content, `insecure_skip_verify`); everything else is applied per request.
+#[derive(Clone, Default)]
+pub struct Client {
+    http: Arc<Mutex<HashMap<TlsKey, reqwest::Client>>>,
+}
+
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct TlsKey {
+    insecure_skip_verify: bool,
+    ca_pem: Option<Vec<u8>>,
+}
+
+/// Everything needed to send one query, read from the configuration and secret files once per
+/// query (so a rotated token is picked up by the next query).
+struct Prepared {
+    url: Url,
+    form: String,
+    headers: HeaderMap,
+    basic: Option<(String, String)>,
+    /// Secret strings to scrub from anything the server might echo back into a message.
+    secrets: Vec<String>,
+}
+
+impl Client {
+    /// A client with no connections yet.
+    pub fn new() -> Client {
+        Client::default()
+    }
+
+    /// Runs `req` against `cfg.address`, retrying retryable failures up to `cfg.retries` times
+    /// with exponential backoff, never past `deadline`.
+    pub async fn query(
+        &self,
+        cfg: &PrometheusConfig,
+        req: &QueryRequest,
+        deadline: Option<Instant>,
+    ) -> Result<QueryResponse, PrometheusError> {
+        self.query_observed(cfg, req, deadline, |_, _| {}).await
+    }
+
+    /// Like [`query`](Client::query), and hands the final HTTP answer (status, body) to
+    /// `observe` before decoding it (the recorder's hook).
+    pub(crate) async fn query_observed(
+        &self,
+        cfg: &PrometheusConfig,
+        req: &QueryRequest,
+        deadline: Option<Instant>,
+        observe: impl FnOnce(u16, &[u8]),
+    ) -> Result<QueryResponse, PrometheusError> {
+        let origin = Origin::address(&cfg.address);
+        let prepared = prepare(cfg, req)?;
+        let http = self.http_client(cfg)?;
+        let result = match self
+            .exchange(&http, cfg, req, &prepared, &origin, deadline)
+            .await
+        {
+            Ok((status, body)) => {
+                observe(status, &body);
+                decode(&origin, status, &body)
+            }
+            Err(e) => Err(e),
+        };
+        result.map_err(|e| scrub(e, &prepared.secrets))
+    }
+
+    /// The retry loop; returns the last HTTP answer, whatever its status.
+    async fn exchange(
+        &self,
+        http: &reqwest::Client,
+        cfg: &PrometheusConfig,
+        req: &QueryRequest,
+        prepared: &Prepared,
+        origin: &Origin,
+        deadline: Option<Instant>,
+    ) -> Result<(u16, Vec<u8>), PrometheusError> {
+        let address = redact_url(&cfg.address);
+        let mut method = Method::POST;
+        let mut retry = 0u32;
+        let mut last_outcome = None;
+        loop {
+            let started = Instant::now();
+            let budget = match deadline {
+                Some(d) => d.saturating_duration_since(started).min(cfg.timeout),
+                None => cfg.timeout,
+            };
+            if budget.is_zero() {
+                return last_outcome.unwrap_or_else(|| {
+                    Err(PrometheusError::Timeout {
+                        origin: origin.clone(),
+                        timeout: budget,
+                    })
+                });
+            }
+            let outcome = match tokio::time::timeout(
+                budget,
+                attempt(http, cfg, prepared, origin, method.clone()),
+            )
+            .await
+            {
+                Ok(outcome) => outcome,
+                Err(_elapsed) => Err(PrometheusError::Timeout {
+                    origin: origin.clone(),
+                    timeout: budget,
+                }),
+            };
+            let elapsed_ms = started.elapsed().as_millis() as u64;
+            let retryable = match &outcome {
+                Ok((status, _)) => {
+                    tracing::debug!(address = %address, kind = req.kind(), query = req.query(),
+                        attempt = retry + 1, elapsed_ms, status, "prometheus query");
+                    retryable_status(*status)
+                }
+                Err(e) => {
+                    tracing::debug!(address = %address, kind = req.kind(), query = req.query(),
+                        attempt = retry + 1, elapsed_ms, error = %e, "prometheus query failed");
+                    e.is_retryable()
+                }
+            };
+            // Some proxies only allow GET: fall back once, as Prometheus' Go client does.
+            if method == Method::POST && matches!(outcome, Ok((405, _))) {
+                method = Method::GET;
+                continue;
+            }
+            if !retryable || retry >= cfg.retries {
+                return outcome;
+            }
+            let backoff = FIRST_BACKOFF
+                .saturating_mul(1u32.checked_shl(retry).unwrap_or(u32::MAX))
+                .min(MAX_BACKOFF);
+            if deadline.is_some_and(|d| Instant::now() + backoff >= d) {
+                return outcome;
+            }
+            last_outcome = Some(outcome);
+            tokio::time::sleep(backoff).await;
+            retry += 1;
+        }
+    }
+
+    /// The pooled `reqwest::Client` for this configuration's TLS settings.
+    fn http_client(&self, cfg: &PrometheusConfig) -> Result<reqwest::Client, PrometheusError> {
+        let ca_pem = match &cfg.ca_file {
+            Some(path) => {
+                Some(std::fs::read(path).map_err(|e| PrometheusError::file("CA file", path, &e))?)
+            }
+            None => None,
+        };
+        let key = TlsKey {
+            insecure_skip_verify: cfg.insecure_skip_verify,
+            ca_pem,
+        };
+        let mut cache = self.http.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(client) = cache.get(&key) {
+            return Ok(client.clone());
+        }
+        let client = build_http_client(&key, cfg.ca_file.as_deref())?;
+        if cache.len() >= MAX_CACHED_CLIENTS {
+            cache.clear();
+        }
+        cache.insert(key, client.clone());
+        Ok(client)
+    }
+}
+
+fn build_http_client(
+    key: &TlsKey,
+    ca_path: Option<&Path>,
+) -> Result<reqwest::Client, PrometheusError> {
+    let mut builder = reqwest::Client::builder()
+        .user_agent(concat!("rollgate/", env!("CARGO_PKG_VERSION")))
+        .danger_accept_invalid_certs(key.insecure_skip_verify)
+        .pool_idle_timeout(Duration::from_secs(90));
+    if let (Some(pem), Some(path)) = (&key.ca_pem, ca_path) {
+        let bad = || {
+            PrometheusError::Config(format!(
+                "CA file {} holds no valid PEM certificate",
+                path.display()
+            ))
+        };
+        let certs = reqwest::Certificate::from_pem_bundle(pem).map_err(|_| bad())?;
+        if certs.is_empty() {
+            return Err(bad());
+        }
+        for cert in certs {
+            builder = builder.add_root_certificate(cert);
+        }
+    }
+    builder.build().map_err(|e| {
+        PrometheusError::Config(format!("cannot set up the HTTP client: {}", chain(&e)))
+    })
+}
+
+/// One HTTP request and its body, read up to the size cap.
+async fn attempt(
+    http: &reqwest::Client,
+    cfg: &PrometheusConfig,
+    prepared: &Prepared,
+    origin: &Origin,
+    method: Method,
+) -> Result<(u16, Vec<u8>), PrometheusError> {
+    let mut builder = if method == Method::GET {
+        let mut url = prepared.url.clone();
+        let query = match url.query() {
+            Some(q) if !q.is_empty() => format!("{q}&{}", prepared.form),
+            _ => prepared.form.clone(),
+        };
+        url.set_query(Some(&query));
+        http.get(url).headers(prepared.headers.clone())
+    } else {
+        http.post(prepared.url.clone())
+            .headers(prepared.headers.clone())
+            .header(
+                CONTENT_TYPE,
+                HeaderValue::from_static("application/x-www-form-urlencoded"),
+            )
+            .body(prepared.form.clone())
+    };
+    if let Some((user, password)) = &prepared.basic {
+        builder = builder.basic_auth(user, Some(password));
+    }
+    let mut response = builder
+        .send()
+        .await
+        .map_err(|e| transport_error(origin, cfg, e))?;
+    let status = response.status().as_u16();
+    let limit = cfg.max_response_bytes;
+    let too_large = || PrometheusError::TooLarge {
+        origin: origin.clone(),
+        limit,
+    };
+    let declared = response.content_length();
+    if declared.is_some_and(|len| len > limit) {
+        return Err(too_large());
+    }
+    // Trust Content-Length for the initial allocation only up to a modest size.
+    let initial = declared.unwrap_or(0).min(limit).min(16 << 20);
+    let mut body = Vec::with_capacity(usize::try_from(initial).unwrap_or(0));
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|e| transport_error(origin, cfg, e))?
+    {
+        if (body.len() + chunk.len()) as u64 > limit {
+            return Err(too_large());
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok((status, body))
+}
+
+fn transport_error(origin: &Origin, cfg: &PrometheusConfig, e: reqwest::Error) -> PrometheusError {
+    let e = e.without_url();
+    if e.is_timeout() {
+        return PrometheusError::Timeout {
+            origin: origin.clone(),
+            timeout: cfg.timeout,
+        };
+    }
+    let detail = if e.is_body() || e.is_decode() {
+        format!("the response broke off: {}", chain(&e))
+    } else {
+        chain(&e)
+    };
+    PrometheusError::Connect {
+        origin: origin.clone(),
+        detail,
+    }
+}
+
+/// An error's causes on one line, without reqwest's and hyper's generic wrappers
+/// ("error sending request", "client error (Connect)") when there is something more specific.
+fn chain(e: &reqwest::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let text = s.to_string();
+        if !text.starts_with("client error (") && !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+        source = s.source();
+    }
+    if parts.is_empty() {
+        e.to_string()
+    } else {
+        parts.join(": ")
+    }
+}
+
+/// Reads the secret files and builds the URL, headers and form for one query.
+fn prepare(cfg: &PrometheusConfig, req: &QueryRequest) -> Result<Prepared, PrometheusError> {
+    let config = |msg: String| PrometheusError::Config(msg);
+    if cfg.address.trim().is_empty() {
+        return Err(config("no Prometheus address configured".into()));
+    }
+    let mut url = Url::parse(cfg.address.trim()).map_err(|e| {
+        config(format!(
+            "address `{}` is not a valid URL: {e}",
+            redact_url(&cfg.address)
+        ))
+    })?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(config(format!(
+            "address `{}` must start with http:// or https://",
+            redact_url(&cfg.address)
+        )));
+    }
+    let mut secrets = Vec::new();
+    let url_user = percent_decode(url.username());
+    let url_password = url.password().map(percent_decode);
+    if let Some(p) = &url_password {
+        secrets.push(p.clone());
+    }
+    // Cleared here so that reqwest does not turn them into a second Authorization header.
+    let _ = url.set_username("");
+    let _ = url.set_password(None);
+    let path = format!("{}{}", url.path().trim_end_matches('/'), req.api_path());
+    url.set_path(&path);
+
+    let mut headers = HeaderMap::new();
+    headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
+    let mut has_authorization = false;
+    for (name, value) in &cfg.headers {
+        let header_name = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| config(format!("invalid header name `{name}`")))?;
+        let mut header_value = HeaderValue::from_str(value)
+            .map_err(|_| config(format!("invalid value for header `{name}`")))?;
+        if is_sensitive_header(name) {
+            header_value.set_sensitive(true);
+            secrets.push(value.clone());
+        }
+        has_authorization |= header_name == AUTHORIZATION;
+        headers.append(header_name, header_value);
+    }
+    if cfg.bearer_token_file.is_some() && cfg.basic_auth.is_some() {
+        return Err(config(
+            "bearer_token_file and basic_auth cannot both be set".into(),
+        ));
+    }
+    let mut basic = None;
+    if let Some(path) = &cfg.bearer_token_file {
+        let token = read_secret("bearer token file", path)?;
+        let mut value = HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| {
+            config(format!(
+                "bearer token file {} holds characters not allowed in a header",
+                path.display()
+            ))
+        })?;
+        value.set_sensitive(true);
+        secrets.push(token);
+        headers.insert(AUTHORIZATION, value);
+        has_authorization = true;
+    } else if let Some(auth) = &cfg.basic_auth {
+        let password = read_secret("password file", &auth.password_file)?;
+        secrets.push(password.clone());
+        basic = Some((auth.username.clone(), password));
+    } else if !url_user.is_empty() || url_password.is_some() {
+        basic = Some((url_user, url_password.unwrap_or_default()));
+    }
+    if basic.is_some() && has_authorization {
+        return Err(config(
+            "an Authorization header and basic auth cannot both be set".into(),
+        ));
+    }
+    Ok(Prepared {
+        url,
+        form: req.form(),
+        headers,
+        basic,
+        secrets,
+    })
+}
+
+/// A secret file's content, trimmed (as Prometheus does for its `*_file` settings).
+fn read_secret(what: &str, path: &Path) -> Result<String, PrometheusError> {
+    let text = std::fs::read_to_string(path).map_err(|e| PrometheusError::file(what, path, &e))?;
+    let secret = text.trim();
+    if secret.is_empty() {
+        return Err(PrometheusError::Config(format!(
+            "{what} {} is empty",
+            path.display()
+        )));
+    }
+    Ok(secret.to_string())
+}
+
+/// Decodes `%XX` escapes in URL userinfo (invalid escapes are kept as they are).
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        let hex = |j: usize| bytes.get(j).and_then(|&c| char::from(c).to_digit(16));
+        match (b, hex(i + 1), hex(i + 2)) {
+            (b'%', Some(hi), Some(lo)) => {
+                out.push((hi * 16 + lo) as u8);
+                i += 3;
+            }
+            _ => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Removes secret values from the free-text parts of an error, in case a server or proxy
+/// echoed a credential back into its body.
+fn scrub(err: PrometheusError, secrets: &[String]) -> PrometheusError {
+    let clean = |mut text: String| {
+        for secret in secrets.iter().filter(|s| !s.is_empty()) {
+            if text.contains(secret.as_str()) {
+                text = text.replace(secret.as_str(), "<redacted>");
+            }
+        }
+        text
+    };
+    match err {
+        PrometheusError::Connect { origin, detail } => PrometheusError::Connect {
+            origin,
+            detail: clean(detail),
+        },
+        PrometheusError::Http {
+            origin,
+            status,
+            excerpt,
+        } => PrometheusError::Http {
+            origin,
+            status,
+            excerpt: clean(excerpt),
+        },
+        PrometheusError::Api {
+            origin,
+            status,
+            error_type,
+            message,
+        } => PrometheusError::Api {
+            origin,
+            status,
+            error_type: clean(error_type),
+            message: clean(message),
+        },
+        PrometheusError::Malformed { origin, detail } => PrometheusError::Malformed {
+            origin,
+            detail: clean(detail),
+        },
+        PrometheusError::UnsupportedResultType {
+            origin,
+            result_type,
+        } => PrometheusError::UnsupportedResultType {
+            origin,
+            result_type: clean(result_type),
+        },
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::prometheus::config::BasicAuth;
+
+    fn cfg(address: &str) -> PrometheusConfig {
+        PrometheusConfig::new(address)
+    }
+
+    fn instant() -> QueryRequest {
+        QueryRequest::instant("up", None)
+    }
+
+    #[test]
+    fn url_joins_path_prefix() {
+        for (address, want) in [
+            ("http://h:9090", "http://h:9090/api/v1/query"),
+            ("http://h:9090/", "http://h:9090/api/v1/query"),
+            ("http://h/prom", "http://h/prom/api/v1/query"),
+            ("https://h/prom/", "https://h/prom/api/v1/query"),
+        ] {
+            assert_eq!(
+                prepare(&cfg(address), &instant()).unwrap().url.as_str(),
+                want
+            );
+        }
+    }
+
+    #[test]
+    fn userinfo_becomes_basic_auth_and_leaves_the_url() {
+        let p = prepare(&cfg("http://al%40ice:p%3Ass@h:1/x"), &instant()).unwrap();
+        assert_eq!(p.url.as_str(), "http://h:1/x/api/v1/query");
+        assert_eq!(p.basic, Some(("al@ice".to_string(), "p:ss".to_string())));
+        assert!(p.secrets.contains(&"p:ss".to_string()));
+    }
+
+    #[test]
+    fn bad_addresses() {
+        for address in ["", "  ", "h:9090:x", "ftp://h/", "not a url"] {
+            match prepare(&cfg(address), &instant()) {
+                Err(PrometheusError::Config(_)) => {}
+                other => panic!("{address}: {:?}", other.map(|p| p.url)),
+            }
+        }
+        let e = prepare(&cfg("ftp://u:pw123@h/"), &instant()).err().unwrap();
+        assert!(!e.to_string().contains("pw123"), "{e}");
+    }
+
+    #[test]
+    fn missing_secret_files_name_the_path() {
+        let mut c = cfg("http://h");
+        c.bearer_token_file = Some("/nonexistent/token".into());
+        let e = prepare(&c, &instant()).err().unwrap();
+        assert!(e.to_string().contains("/nonexistent/token"), "{e}");
+        let mut c = cfg("http://h");
+        c.basic_auth = Some(BasicAuth {
+            username: "u".into(),
+            password_file: "/nonexistent/pw".into(),
+        });
+        let e = prepare(&c, &instant()).err().unwrap();
+        assert!(e.to_string().contains("/nonexistent/pw"), "{e}");
+    }
+
+    #[test]
+    fn conflicting_auth_is_rejected() {
+        let dir = tempfile::tempdir().unwrap();
+        let token = dir.path().join("t");
+        std::fs::write(&token, "tok\n").unwrap();
+        let mut c = cfg("http://h");
+        c.bearer_token_file = Some(token.clone());
+        c.basic_auth = Some(BasicAuth {
+            username: "u".into(),
+            password_file: token,
+        });
+        assert!(matches!(
+            prepare(&c, &instant()),
+            Err(PrometheusError::Config(_))
+        ));
+    }
+
+    #[test]
+    fn invalid_header_values_are_not_echoed() {
+        let mut c = cfg("http://h");
+        c.headers = vec![("Authorization".into(), "Bearer bad\nvalue-secret".into())];
+        let e = prepare(&c, &instant()).err().unwrap();
+        let shown = format!("{e} {e:?}");
+        assert!(!shown.contains("value-secret"), "{shown}");
+        assert!(shown.contains("Authorization"), "{shown}");
+    }
+
+    #[test]
+    fn scrub_removes_echoed_secrets() {
+        let e = PrometheusError::Http {
+            origin: Origin::unknown(),
+            status: 401,
+            excerpt: "bad token tok-123 for you".into(),
+        };
+        let e = scrub(e, &["tok-123".into(), String::new()]);
+        assert_eq!(
+            e.to_string(),
+            "Prometheus answered HTTP 401: bad token <redacted> for you"
+        );
+    }
+
+    #[test]
+    fn percent_decoding() {
+        assert_eq!(percent_decode("a%20b%zz%4"), "a b%zz%4");
+        assert_eq!(percent_decode(""), "");
+    }
+}

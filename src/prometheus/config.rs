@@ -1,0 +1,178 @@
+//! How to reach one Prometheus-compatible API: the `prometheus:` block of a metric spec.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Default per-request timeout.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default number of retries after the first attempt.
+pub const DEFAULT_RETRIES: u32 = 2;
+/// Default cap on a response body (64 MiB).
+pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 64 * 1024 * 1024;
+
+/// How to reach one Prometheus-compatible API (the `prometheus:` block of a metric spec).
+///
+/// Secrets live in files that are re-read on every request, so rotating them needs no restart
+/// and their content is never stored here.
+#[derive(Clone, PartialEq, Eq)]
+pub struct PrometheusConfig {
+    /// Base URL; a path prefix is allowed (`http://h/prom`). Userinfo (`user:pass@`) is used as
+    /// basic auth when `basic_auth` is unset and is never printed.
+    pub address: String,
+    /// Per HTTP request (each attempt), including reading the body.
+    pub timeout: Duration,
+    /// Extra headers, e.g. `X-Scope-OrgID`.
+    pub headers: Vec<(String, String)>,
+    /// `Authorization: Bearer <trimmed file content>`; re-read on every request.
+    pub bearer_token_file: Option<PathBuf>,
+    /// Basic auth with the password read from a file on every request.
+    pub basic_auth: Option<BasicAuth>,
+    /// PEM file with one or more CA certificates added to the built-in roots.
+    pub ca_file: Option<PathBuf>,
+    /// Accept any server certificate (testing only).
+    pub insecure_skip_verify: bool,
+    /// Retries after the first attempt, for retryable failures only.
+    pub retries: u32,
+    /// Responses larger than this are rejected without being read to the end.
+    pub max_response_bytes: u64,
+}
+
+/// Basic auth credentials: the password is read from `password_file` on every use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BasicAuth {
+    /// User name, sent as is.
+    pub username: String,
+    /// File holding the password (trimmed); its path may be shown, its content never.
+    pub password_file: PathBuf,
+}
+
+impl Default for PrometheusConfig {
+    fn default() -> Self {
+        PrometheusConfig {
+            address: String::new(),
+            timeout: DEFAULT_TIMEOUT,
+            headers: Vec::new(),
+            bearer_token_file: None,
+            basic_auth: None,
+            ca_file: None,
+            insecure_skip_verify: false,
+            retries: DEFAULT_RETRIES,
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+        }
+    }
+}
+
+impl PrometheusConfig {
+    /// A default configuration for `address`.
+    pub fn new(address: impl Into<String>) -> Self {
+        PrometheusConfig {
+            address: address.into(),
+            ..PrometheusConfig::default()
+        }
+    }
+}
+
+impl fmt::Debug for PrometheusConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let headers: Vec<(&str, &str)> = self
+            .headers
+            .iter()
+            .map(|(name, value)| {
+                let shown = if is_sensitive_header(name) {
+                    "<redacted>"
+                } else {
+                    value.as_str()
+                };
+                (name.as_str(), shown)
+            })
+            .collect();
+        f.debug_struct("PrometheusConfig")
+            .field("address", &redact_url(&self.address))
+            .field("timeout", &self.timeout)
+            .field("headers", &headers)
+            .field("bearer_token_file", &self.bearer_token_file)
+            .field("basic_auth", &self.basic_auth)
+            .field("ca_file", &self.ca_file)
+            .field("insecure_skip_verify", &self.insecure_skip_verify)
+            .field("retries", &self.retries)
+            .field("max_response_bytes", &self.max_response_bytes)
+            .finish()
+    }
+}
+
+/// Header names whose values are credentials: the three standard ones, plus anything that
+/// looks like a token or key (`X-Api-Key`, `X-Auth-Token`, ...), to err on the safe side.
+pub fn is_sensitive_header(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    matches!(
+        lower.as_str(),
+        "authorization" | "proxy-authorization" | "cookie"
+    ) || ["token", "secret", "password", "api-key", "apikey"]
+        .iter()
+        .any(|word| lower.contains(word))
+}
+
+/// `url` without any `user:pass@` in its authority. Works on anything URL-shaped, including
+/// strings that would not parse as URLs, so it is safe to use on user input in messages.
+pub fn redact_url(url: &str) -> String {
+    let (scheme, rest) = match url.find("://") {
+        Some(i) => url.split_at(i + 3),
+        None => ("", url),
+    };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    match authority.rsplit_once('@') {
+        Some((_userinfo, host)) => format!("{scheme}{host}{tail}"),
+        None => url.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redact_url_strips_userinfo_only() {
+        assert_eq!(
+            redact_url("http://u:p@h:9090/prom?x=1"),
+            "http://h:9090/prom?x=1"
+        );
+        assert_eq!(redact_url("https://u@h"), "https://h");
+        assert_eq!(redact_url("u:p@h/x@y"), "h/x@y");
+        assert_eq!(redact_url("http://h/a@b"), "http://h/a@b");
+        assert_eq!(redact_url("http://a:b@c@h/"), "http://h/");
+        assert_eq!(redact_url(""), "");
+    }
+
+    #[test]
+    fn debug_hides_secrets() {
+        let cfg = PrometheusConfig {
+            address: "http://alice:hunter2@h:9090".into(),
+            headers: vec![
+                ("Authorization".into(), "Bearer tok-123".into()),
+                ("cookie".into(), "session=abc".into()),
+                ("X-Api-Key".into(), "key-456".into()),
+                ("X-Scope-OrgID".into(), "team-a".into()),
+            ],
+            bearer_token_file: Some("/run/token".into()),
+            ..PrometheusConfig::default()
+        };
+        let shown = format!("{cfg:?}");
+        for secret in ["hunter2", "alice", "tok-123", "session=abc", "key-456"] {
+            assert!(!shown.contains(secret), "{secret} in {shown}");
+        }
+        assert!(shown.contains("team-a"), "{shown}");
+        assert!(shown.contains("/run/token"), "{shown}");
+        assert!(shown.contains("http://h:9090"), "{shown}");
+    }
+
+    #[test]
+    fn defaults() {
+        let cfg = PrometheusConfig::default();
+        assert!(cfg.address.is_empty());
+        assert_eq!(cfg.timeout, Duration::from_secs(10));
+        assert_eq!(cfg.retries, 2);
+        assert_eq!(cfg.max_response_bytes, 64 << 20);
+    }
+}

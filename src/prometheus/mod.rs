@@ -1,0 +1,60 @@
+//! Prometheus-compatible query client (Prometheus, Thanos, Mimir, Cortex, VictoriaMetrics).
+//!
+//! [`Backend`] is the entry point: it sends a [`QueryRequest`] to the server described by a
+//! [`PrometheusConfig`] ([`Client`]), optionally recording the answers ([`Recorder`]), or answers
+//! from a recording ([`Replay`]). Every answer, live or replayed, goes through the same decoder
+//! ([`parse_response`] for bodies), so both fail the same way.
+
+mod client;
+mod config;
+mod error;
+mod labels;
+mod replay;
+mod request;
+mod response;
+
+pub use client::Client;
+pub use config::{
+    is_sensitive_header, redact_url, BasicAuth, PrometheusConfig, DEFAULT_MAX_RESPONSE_BYTES,
+    DEFAULT_RETRIES, DEFAULT_TIMEOUT,
+};
+pub use error::{Origin, PrometheusError};
+pub use labels::{Iter as LabelsIter, Labels};
+pub use replay::{Recorder, Replay};
+pub use request::QueryRequest;
+pub use response::{parse_response, QueryData, QueryResponse, RangeSeries, Sample, Series};
+
+use tokio::time::Instant;
+
+/// Where queries go: live, live-and-recording, or answered from a recording.
+#[derive(Clone)]
+pub enum Backend {
+    /// Straight to the configured server.
+    Live(Client),
+    /// To the server, keeping every final answer in the recorder (save it when done).
+    Recording(Client, Recorder),
+    /// From a recording; the configured address is ignored.
+    Replay(Replay),
+}
+
+impl Backend {
+    /// Runs one query; see [`Client::query`] for retries and the deadline (replay ignores both).
+    pub async fn query(
+        &self,
+        cfg: &PrometheusConfig,
+        req: &QueryRequest,
+        deadline: Option<Instant>,
+    ) -> Result<QueryResponse, PrometheusError> {
+        match self {
+            Backend::Live(client) => client.query(cfg, req, deadline).await,
+            Backend::Recording(client, recorder) => {
+                client
+                    .query_observed(cfg, req, deadline, |status, body| {
+                        recorder.record(req, status, body)
+                    })
+                    .await
+            }
+            Backend::Replay(replay) => replay.answer(req),
+        }
+    }
+}

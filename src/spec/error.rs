@@ -1,0 +1,46 @@
+//! Errors for invalid specs: each names the key path and what was expected.
+
+use thiserror::Error;
+
+/// A spec that cannot be used, with the key it is about.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum SpecError {
+    /// A key holds a value of the wrong kind or out of range.
+    #[error("{path}: expected {expected}, got {got}")]
+    Invalid {
+        path: String,
+        expected: String,
+        got: String,
+    },
+    /// A required key is absent.
+    #[error("{path}: is required ({hint})")]
+    Missing { path: String, hint: String },
+    /// A key rollgate does not know (usually a typo).
+    #[error("{path}: unknown key{}", suggestion.as_ref().map(|s| format!(" (did you mean {s:?}?)")).unwrap_or_default())]
+    Unknown {
+        path: String,
+        suggestion: Option<String>,
+    },
+    /// Keys that exclude each other, or other rules across keys.
+    #[error("{path}: {message}")]
+    Conflict { path: String, message: String },
+    /// The document is not YAML/JSON at all.
+    #[error("{source_name}: {message}")]
+    Syntax {
+        source_name: String,
+        message: String,
+    },
+}
+
+impl SpecError {
+    /// The key path the error is about (empty for whole-document errors).
+    pub fn path(&self) -> &str {
+        match self {
+            SpecError::Invalid { path, .. }
+            | SpecError::Missing { path, .. }
+            | SpecError::Unknown { path, .. }
+            | SpecError::Conflict { path, .. } => path,
+            SpecError::Syntax { .. } => "",
+        }
+    }
+}

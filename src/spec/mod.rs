@@ -1,0 +1,20 @@
+//! The metric spec and Argo templates: parsing and validation, with errors that name their key.
+//!
+//! Everything a surface receives (plugin JSON, webhook YAML, template files) becomes a
+//! [`Metric`] here, so the engine only ever sees validated input.
+
+mod args;
+pub mod duration;
+mod error;
+mod metric;
+mod promql;
+mod reader;
+mod template;
+
+pub use args::{substitute, substitute_str, ArgValues};
+pub use error::SpecError;
+pub use metric::{
+    check_address, Guard, MetricKind, MetricSpec, NoDataPolicy, OnInsufficient, QuerySpec,
+};
+pub use promql::check_promql;
+pub use template::{compile_condition, Metric, Provider, RunLimits, Template};

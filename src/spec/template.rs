@@ -1,0 +1,333 @@
+//! Argo `AnalysisTemplate` / `ClusterAnalysisTemplate` documents and their metrics.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::args::{substitute, ArgValues};
+use super::error::SpecError;
+use super::metric::{check_address, MetricSpec};
+use super::promql::check_promql;
+use super::reader::{invalid, ObjectReader};
+use crate::condition::Condition;
+use crate::prometheus::PrometheusConfig;
+
+/// One metric of an analysis, ready for the engine: Argo's fields plus its provider.
+#[derive(Debug, Clone)]
+pub struct Metric {
+    pub name: String,
+    pub interval: Option<Duration>,
+    pub initial_delay: Option<Duration>,
+    pub count: Option<u32>,
+    pub success_condition: Option<Condition>,
+    pub failure_condition: Option<Condition>,
+    pub limits: RunLimits,
+    pub provider: Provider,
+}
+
+/// Argo's run limits for one metric (used by backtests; the controller enforces them itself).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunLimits {
+    pub failure_limit: Option<i64>,
+    pub inconclusive_limit: Option<i64>,
+    pub consecutive_error_limit: Option<i64>,
+    pub consecutive_success_limit: Option<i64>,
+}
+
+/// Where a metric's measurement comes from.
+#[derive(Debug, Clone)]
+pub enum Provider {
+    /// rollgate's own spec (`provider.plugin.<any>/...`).
+    Rollgate(MetricSpec),
+    /// Argo's built-in `prometheus` provider, judged exactly as Argo judges it.
+    Prometheus { config: PrometheusConfig, query: String },
+    /// A provider rollgate cannot evaluate (web, job, datadog, ...): named, never guessed.
+    Unsupported(String),
+}
+
+/// A parsed template: its name, declared arguments and raw metrics (placeholders unresolved).
+#[derive(Debug, Clone)]
+pub struct Template {
+    pub kind: String,
+    pub name: String,
+    /// Declared arguments with their default values (`None`: no value, or `valueFrom`).
+    pub args: ArgValues,
+    raw_metrics: Vec<Value>,
+}
+
+const TEMPLATE_KINDS: [&str; 2] = ["AnalysisTemplate", "ClusterAnalysisTemplate"];
+
+impl Template {
+    /// Reads every AnalysisTemplate / ClusterAnalysisTemplate of a (multi-document) YAML text.
+    /// Documents of other kinds are skipped; a file with no template at all is an error.
+    pub fn parse_all(text: &str, source_name: &str) -> Result<Vec<Template>, SpecError> {
+        let mut out = Vec::new();
+        for (i, doc) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
+            let value = serde_json::Value::deserialize_yaml(doc).map_err(|message| SpecError::Syntax {
+                source_name: format!("{source_name} (document {})", i + 1),
+                message,
+            })?;
+            if value.is_null() {
+                continue;
+            }
+            let kind = value.get("kind").and_then(Value::as_str).unwrap_or_default();
+            if TEMPLATE_KINDS.contains(&kind) {
+                out.push(Template::from_value(&value)?);
+            }
+        }
+        if out.is_empty() {
+            return Err(SpecError::Syntax {
+                source_name: source_name.to_string(),
+                message: "no AnalysisTemplate or ClusterAnalysisTemplate document found".into(),
+            });
+        }
+        Ok(out)
+    }
+
+    fn from_value(value: &Value) -> Result<Template, SpecError> {
+        let mut doc = ObjectReader::new("", value)?;
+        let kind = doc.required_string("kind", "AnalysisTemplate or ClusterAnalysisTemplate")?;
+        if let Some(api) = doc.string("apiVersion")? {
+            if api != "argoproj.io/v1alpha1" {
+                return Err(invalid("apiVersion", "argoproj.io/v1alpha1", &Value::String(api)));
+            }
+        }
+        let name = match doc.object("metadata")? {
+            Some(mut m) => m.string("name")?.unwrap_or_default(),
+            None => String::new(),
+        };
+        let mut spec = doc.object("spec")?.ok_or_else(|| SpecError::Missing {
+            path: "spec".into(),
+            hint: "a template needs spec.metrics".into(),
+        })?;
+        let mut args = ArgValues::new();
+        if let Some(list) = spec.get("args") {
+            let Value::Array(items) = list else {
+                return Err(invalid("spec.args", "a list of {name, value}", list));
+            };
+            for (i, item) in items.iter().enumerate() {
+                let mut a = ObjectReader::new(&format!("spec.args[{i}]"), item)?;
+                let arg_name = a.required_string("name", "the argument's name")?;
+                let value = match a.get("value") {
+                    None => None,
+                    Some(Value::String(s)) => Some(s.clone()),
+                    Some(Value::Number(n)) => Some(n.to_string()),
+                    Some(other) => return Err(invalid(&a.path_of("value"), "a string", other)),
+                };
+                a.get("valueFrom");
+                a.finish()?;
+                args.insert(arg_name, value);
+            }
+        }
+        let raw_metrics = match spec.get("metrics") {
+            Some(Value::Array(items)) if !items.is_empty() => items.clone(),
+            Some(other) => return Err(invalid("spec.metrics", "a non-empty list of metrics", other)),
+            None => {
+                return Err(SpecError::Missing {
+                    path: "spec.metrics".into(),
+                    hint: "a template needs at least one metric".into(),
+                })
+            }
+        };
+        Ok(Template { kind, name, args, raw_metrics })
+    }
+
+    /// The metrics with `{{args.*}}` resolved from the defaults and `overrides`, validated.
+    pub fn metrics(&self, overrides: &[(String, String)]) -> Result<Vec<Metric>, SpecError> {
+        let mut args = self.args.clone();
+        for (k, v) in overrides {
+            args.insert(k.clone(), Some(v.clone()));
+        }
+        self.raw_metrics
+            .iter()
+            .enumerate()
+            .map(|(i, raw)| {
+                let path = format!("spec.metrics[{i}]");
+                let resolved = substitute(raw, &args, &path)?;
+                Metric::from_value(&resolved, &path)
+            })
+            .collect()
+    }
+}
+
+/// Converts one YAML document to JSON, reporting YAML errors as text.
+trait DeserializeYaml: Sized {
+    fn deserialize_yaml(doc: serde_yaml_ng::Deserializer<'_>) -> Result<Self, String>;
+}
+
+impl DeserializeYaml for Value {
+    fn deserialize_yaml(doc: serde_yaml_ng::Deserializer<'_>) -> Result<Self, String> {
+        use serde::Deserialize;
+        Value::deserialize(doc).map_err(|e| e.to_string())
+    }
+}
+
+impl Metric {
+    /// A metric from its Argo JSON form (`{name, interval, successCondition, provider, ...}`).
+    pub fn from_value(value: &Value, path: &str) -> Result<Metric, SpecError> {
+        let mut m = ObjectReader::new(path, value)?;
+        let name = m.required_string("name", "the metric's name")?;
+        let interval = m.duration("interval")?;
+        let initial_delay = m.duration("initialDelay")?;
+        let count = int_or_string(&mut m, "count")?.map(|c| c.max(0) as u32);
+        let success_condition = condition(&mut m, "successCondition")?;
+        let failure_condition = condition(&mut m, "failureCondition")?;
+        let limits = RunLimits {
+            failure_limit: int_or_string(&mut m, "failureLimit")?,
+            inconclusive_limit: int_or_string(&mut m, "inconclusiveLimit")?,
+            consecutive_error_limit: int_or_string(&mut m, "consecutiveErrorLimit")?,
+            consecutive_success_limit: int_or_string(&mut m, "consecutiveSuccessLimit")?,
+        };
+        let provider_path = m.path_of("provider");
+        let provider_value = m.get("provider").ok_or_else(|| SpecError::Missing {
+            path: provider_path.clone(),
+            hint: "a metric needs a provider".into(),
+        })?;
+        let provider = read_provider(provider_value, &provider_path)?;
+        // Argo fields rollgate does not use are accepted as they are.
+        for key in ["dryRun", "measurementRetention"] {
+            m.get(key);
+        }
+        m.finish()?;
+        Ok(Metric {
+            name,
+            interval,
+            initial_delay,
+            count,
+            success_condition,
+            failure_condition,
+            limits,
+            provider,
+        })
+    }
+
+    /// A metric as the plugin surfaces build it: rollgate spec plus Argo's conditions.
+    pub fn with_spec(
+        name: &str,
+        spec: MetricSpec,
+        success: &str,
+        failure: &str,
+        interval: Option<Duration>,
+    ) -> Result<Metric, SpecError> {
+        Ok(Metric {
+            name: name.to_string(),
+            interval,
+            initial_delay: None,
+            count: None,
+            success_condition: compile_condition("successCondition", success)?,
+            failure_condition: compile_condition("failureCondition", failure)?,
+            limits: RunLimits::default(),
+            provider: Provider::Rollgate(spec),
+        })
+    }
+}
+
+fn condition(m: &mut ObjectReader<'_>, key: &'static str) -> Result<Option<Condition>, SpecError> {
+    let path = m.path_of(key);
+    match m.string(key)? {
+        Some(src) => compile_condition(&path, &src),
+        None => Ok(None),
+    }
+}
+
+/// Compiles a condition; an empty one means "not given", as in Argo.
+pub fn compile_condition(path: &str, source: &str) -> Result<Option<Condition>, SpecError> {
+    if source.trim().is_empty() {
+        return Ok(None);
+    }
+    Condition::compile(source).map(Some).map_err(|e| SpecError::Invalid {
+        path: path.to_string(),
+        expected: "an expression in Argo's condition language".into(),
+        got: format!("{source:?} ({e})"),
+    })
+}
+
+fn int_or_string(m: &mut ObjectReader<'_>, key: &'static str) -> Result<Option<i64>, SpecError> {
+    let path = m.path_of(key);
+    match m.get(key) {
+        None => Ok(None),
+        Some(Value::Number(n)) => n.as_i64().map(Some).ok_or_else(|| invalid(&path, "a whole number", &Value::Number(n.clone()))),
+        Some(Value::String(s)) => s
+            .trim()
+            .parse::<i64>()
+            .map(Some)
+            .map_err(|_| invalid(&path, "a whole number", &Value::String(s.clone()))),
+        Some(other) => Err(invalid(&path, "a whole number", other)),
+    }
+}
+
+fn read_provider(value: &Value, path: &str) -> Result<Provider, SpecError> {
+    let Value::Object(map) = value else {
+        return Err(invalid(path, "an object with one provider", value));
+    };
+    let mut names = map.keys();
+    let (Some(name), None) = (names.next(), names.next()) else {
+        return Err(SpecError::Conflict {
+            path: path.to_string(),
+            message: format!("expected exactly one provider, found {}", map.len()),
+        });
+    };
+    let inner = &map[name];
+    let inner_path = format!("{path}.{name}");
+    match name.as_str() {
+        "plugin" => read_plugin(inner, &inner_path),
+        "prometheus" => read_argo_prometheus(inner, &inner_path),
+        other => Ok(Provider::Unsupported(other.to_string())),
+    }
+}
+
+/// The plugin map holds one entry; rollgate takes it whatever its key, as the controller does.
+fn read_plugin(value: &Value, path: &str) -> Result<Provider, SpecError> {
+    let Value::Object(map) = value else {
+        return Err(invalid(path, "an object with one plugin entry", value));
+    };
+    let mut entries = map.iter();
+    match (entries.next(), entries.next()) {
+        (Some((key, spec)), None) => {
+            let spec_path = format!("{path}.{key}");
+            if !key.contains("rollgate") && spec.get("noData").is_none() {
+                return Ok(Provider::Unsupported(format!("plugin {key}")));
+            }
+            MetricSpec::from_value(spec, &spec_path).map(Provider::Rollgate)
+        }
+        _ => Err(SpecError::Conflict {
+            path: path.to_string(),
+            message: format!("expected exactly one plugin entry, found {}", map.len()),
+        }),
+    }
+}
+
+/// Argo's built-in provider: `{address, query, timeout (seconds), headers: [{key, value}], insecure}`.
+fn read_argo_prometheus(value: &Value, path: &str) -> Result<Provider, SpecError> {
+    let mut p = ObjectReader::new(path, value)?;
+    let mut config = PrometheusConfig::default();
+    if let Some(address) = p.string("address")? {
+        config.address = check_address(&p.path_of("address"), &address)?;
+    }
+    let query = p.required_string("query", "a PromQL query")?;
+    check_promql(&p.path_of("query"), &query)?;
+    if let Some(secs) = p.integer("timeout", 1, 3600)? {
+        config.timeout = Duration::from_secs(secs);
+    }
+    config.insecure_skip_verify = p.bool("insecure")?.unwrap_or(false);
+    if let Some(list) = p.get("headers") {
+        let Value::Array(items) = list else {
+            return Err(invalid(&p.path_of("headers"), "a list of {key, value}", list));
+        };
+        for (i, item) in items.iter().enumerate() {
+            let mut h = ObjectReader::new(&format!("{}[{i}]", p.path_of("headers")), item)?;
+            let key = h.required_string("key", "the header name")?;
+            let val = h.string("value")?.unwrap_or_default();
+            h.finish()?;
+            config.headers.push((key, val));
+        }
+    }
+    if p.has("authentication") {
+        return Err(SpecError::Conflict {
+            path: p.path_of("authentication"),
+            message: "sigv4 and oauth2 authentication of Argo's prometheus provider are not supported by rollgate; use a rollgate plugin metric with bearerTokenFile or basicAuth".into(),
+        });
+    }
+    p.finish()?;
+    Ok(Provider::Prometheus { config, query })
+}
