@@ -123,7 +123,13 @@ mod tests {
 
     #[test]
     fn phase_round_trips_through_argo_spelling() {
-        for p in [Phase::Successful, Phase::Failed, Phase::Inconclusive, Phase::Error, Phase::Running] {
+        for p in [
+            Phase::Successful,
+            Phase::Failed,
+            Phase::Inconclusive,
+            Phase::Error,
+            Phase::Running,
+        ] {
             assert_eq!(Phase::parse(p.as_str()), Some(p));
         }
         assert_eq!(Phase::parse("Pending"), None);

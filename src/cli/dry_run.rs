@@ -87,7 +87,8 @@ pub fn run(args: DryRunArgs) -> u8 {
 }
 
 fn execute(args: &DryRunArgs) -> Result<u8, String> {
-    let text = std::fs::read_to_string(&args.file).map_err(|e| format!("cannot read {}: {e}", args.file.display()))?;
+    let text = std::fs::read_to_string(&args.file)
+        .map_err(|e| format!("cannot read {}: {e}", args.file.display()))?;
     let source = args.file.display().to_string();
     let templates = Template::parse_all(&text, &source).map_err(|e| format!("{source}: {e}"))?;
 
@@ -116,7 +117,8 @@ fn execute(args: &DryRunArgs) -> Result<u8, String> {
     };
     let mut addresses = AddressPolicy::from_env();
     if let Some(url) = &args.prometheus {
-        addresses.override_address = Some(check_address("--prometheus", url).map_err(|e| e.to_string())?);
+        addresses.override_address =
+            Some(check_address("--prometheus", url).map_err(|e| e.to_string())?);
     }
     let engine = Engine::new(backend, addresses);
 
@@ -127,10 +129,15 @@ fn execute(args: &DryRunArgs) -> Result<u8, String> {
     let rows = runtime.block_on(evaluate_all(&engine, &work, args));
 
     if let (Some(path), Backend::Recording(_, recorder)) = (&args.record, engine.backend()) {
-        recorder.save(path).map_err(|e| format!("cannot save the recording: {e}"))?;
+        recorder
+            .save(path)
+            .map_err(|e| format!("cannot save the recording: {e}"))?;
     }
 
-    let overall = Phase::combine(rows.iter().filter_map(|r| r.measurement.as_ref().map(|m| m.phase)));
+    let overall = Phase::combine(
+        rows.iter()
+            .filter_map(|r| r.measurement.as_ref().map(|m| m.phase)),
+    );
     let show_template = templates.len() > 1;
     match args.output {
         OutputFormat::Table => print_table(&rows, overall, show_template),
@@ -152,7 +159,11 @@ async fn evaluate_all(engine: &Engine, work: &[(String, Metric)], args: &DryRunA
         Row {
             template: template.clone(),
             metric: metric.name.clone(),
-            kind: engine.describe(metric).get("kind").cloned().unwrap_or_default(),
+            kind: engine
+                .describe(metric)
+                .get("kind")
+                .cloned()
+                .unwrap_or_default(),
             measurement,
         }
     });

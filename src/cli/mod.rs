@@ -48,7 +48,9 @@ pub fn main() -> ExitCode {
             // (help shown because no subcommand was given) exit 1, never waiting for input.
             let _ = e.print();
             return match e.kind() {
-                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => ExitCode::SUCCESS,
+                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
+                    ExitCode::SUCCESS
+                }
                 _ => ExitCode::from(1),
             };
         }

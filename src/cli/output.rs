@@ -15,16 +15,42 @@ pub struct Row {
 
 /// Prints an aligned table and the overall verdict.
 pub fn print_table(rows: &[Row], overall: Phase, show_template: bool) {
-    let mut lines: Vec<[String; 5]> = vec![["METRIC".into(), "KIND".into(), "PHASE".into(), "VALUE".into(), "MESSAGE".into()]];
+    let mut lines: Vec<[String; 5]> = vec![[
+        "METRIC".into(),
+        "KIND".into(),
+        "PHASE".into(),
+        "VALUE".into(),
+        "MESSAGE".into(),
+    ]];
     for r in rows {
-        let name = if show_template { format!("{}/{}", r.template, r.metric) } else { r.metric.clone() };
+        let name = if show_template {
+            format!("{}/{}", r.template, r.metric)
+        } else {
+            r.metric.clone()
+        };
         let (phase, value, message) = match &r.measurement {
-            Some(m) => (m.phase.to_string(), shorten(&m.value, 40), m.message.clone()),
-            None => ("Skipped".into(), String::new(), format!("{}: not evaluated by rollgate", r.kind)),
+            Some(m) => (
+                m.phase.to_string(),
+                shorten(&m.value, 40),
+                m.message.clone(),
+            ),
+            None => (
+                "Skipped".into(),
+                String::new(),
+                format!("{}: not evaluated by rollgate", r.kind),
+            ),
         };
         lines.push([name, r.kind.clone(), phase, value, message]);
     }
-    let widths: Vec<usize> = (0..4).map(|i| lines.iter().map(|l| l[i].chars().count()).max().unwrap_or(0)).collect();
+    let widths: Vec<usize> = (0..4)
+        .map(|i| {
+            lines
+                .iter()
+                .map(|l| l[i].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
     for l in &lines {
         println!(
             "{:w0$}  {:w1$}  {:w2$}  {:w3$}  {}",

@@ -16,7 +16,12 @@ impl Regex {
             .build()
             .map(Regex)
             .map_err(|e| match e {
-                regex::Error::Syntax(text) => text.lines().last().unwrap_or("invalid pattern").trim().to_string(),
+                regex::Error::Syntax(text) => text
+                    .lines()
+                    .last()
+                    .unwrap_or("invalid pattern")
+                    .trim()
+                    .to_string(),
                 regex::Error::CompiledTooBig(_) => "pattern too large".to_string(),
                 other => other.to_string(),
             })
@@ -51,7 +56,10 @@ mod tests {
         for p in ["(", "[a", "[z-a]", r"\", "a{3,2}", "(?<!x)y"] {
             assert!(Regex::new(p).is_err(), "{p}");
         }
-        assert_eq!(Regex::new("a{1000}{1000}").unwrap_err(), "pattern too large");
+        assert_eq!(
+            Regex::new("a{1000}{1000}").unwrap_err(),
+            "pattern too large"
+        );
     }
 
     #[test]

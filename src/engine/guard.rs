@@ -32,7 +32,11 @@ pub fn read(data: &QueryData, needed: f64) -> GuardReading {
 
 /// "15 requests seen, 300 needed".
 pub fn seen_vs_needed(seen: f64, needed: f64) -> String {
-    format!("{} requests seen, {} needed", format_count(seen), format_count(needed))
+    format!(
+        "{} requests seen, {} needed",
+        format_count(seen),
+        format_count(needed)
+    )
 }
 
 #[cfg(test)]
@@ -44,7 +48,13 @@ mod tests {
         QueryData::Vector(
             values
                 .iter()
-                .map(|v| Series { labels: Default::default(), sample: Sample { timestamp: 0.0, value: *v } })
+                .map(|v| Series {
+                    labels: Default::default(),
+                    sample: Sample {
+                        timestamp: 0.0,
+                        value: *v,
+                    },
+                })
                 .collect(),
         )
     }
@@ -52,10 +62,25 @@ mod tests {
     #[test]
     fn reads_counts_against_the_minimum() {
         assert_eq!(read(&vector(&[300.0]), 300.0), GuardReading::Enough(300.0));
-        assert_eq!(read(&vector(&[299.0]), 300.0), GuardReading::Insufficient(299.0));
-        assert_eq!(read(&vector(&[]), 300.0), GuardReading::NoData(NoData::Empty));
+        assert_eq!(
+            read(&vector(&[299.0]), 300.0),
+            GuardReading::Insufficient(299.0)
+        );
+        assert_eq!(
+            read(&vector(&[]), 300.0),
+            GuardReading::NoData(NoData::Empty)
+        );
         assert_eq!(read(&vector(&[1.0, 2.0]), 1.0), GuardReading::Ambiguous(2));
-        assert_eq!(read(&QueryData::Scalar(Sample { timestamp: 0.0, value: 5.0 }), 1.0), GuardReading::Enough(5.0));
+        assert_eq!(
+            read(
+                &QueryData::Scalar(Sample {
+                    timestamp: 0.0,
+                    value: 5.0
+                }),
+                1.0
+            ),
+            GuardReading::Enough(5.0)
+        );
         assert_eq!(seen_vs_needed(15.0, 300.0), "15 requests seen, 300 needed");
     }
 }

@@ -39,7 +39,9 @@ impl AddressPolicy {
     pub fn from_env() -> AddressPolicy {
         AddressPolicy {
             override_address: None,
-            default_address: std::env::var(ADDRESS_ENV).ok().filter(|a| !a.trim().is_empty()),
+            default_address: std::env::var(ADDRESS_ENV)
+                .ok()
+                .filter(|a| !a.trim().is_empty()),
         }
     }
 }
@@ -92,7 +94,8 @@ impl Engine {
                 Ok(config) => {
                     let mut out = match &spec.kind {
                         MetricKind::Query(q) => {
-                            self.measure_query(metric, q, spec.no_data, &config, opts, started_at).await
+                            self.measure_query(metric, q, spec.no_data, &config, opts, started_at)
+                                .await
                         }
                     };
                     out.metadata.insert("kind".into(), spec.kind.name().into());
@@ -101,7 +104,10 @@ impl Engine {
             },
             Provider::Prometheus { config, query } => match self.resolve(config) {
                 Err(message) => Outcome::new().error(message),
-                Ok(config) => self.measure_argo_prometheus(metric, &config, query, opts).await,
+                Ok(config) => {
+                    self.measure_argo_prometheus(metric, &config, query, opts)
+                        .await
+                }
             },
             Provider::Unsupported(name) => {
                 Outcome::new().error(format!("provider {name} is not one rollgate can evaluate"))
@@ -112,7 +118,12 @@ impl Engine {
 
     /// Argo's `Resume`: re-measures a measurement that waits for traffic once its `resumeAt`
     /// has come; returns any other measurement unchanged (still in flight, or finished).
-    pub async fn resume(&self, metric: &Metric, previous: &Measurement, opts: &EvalOptions) -> Measurement {
+    pub async fn resume(
+        &self,
+        metric: &Metric,
+        previous: &Measurement,
+        opts: &EvalOptions,
+    ) -> Measurement {
         let in_flight = previous.phase == Phase::Running && previous.finished_at.is_none();
         let due = previous.resume_at.is_none_or(|at| at <= Utc::now());
         if !in_flight || !due {
@@ -135,7 +146,10 @@ impl Engine {
         }
         let mut m = previous.clone();
         m.phase = Phase::Inconclusive;
-        m.message = format!("terminated before a verdict was reached (last state: {})", previous.message);
+        m.message = format!(
+            "terminated before a verdict was reached (last state: {})",
+            previous.message
+        );
         m.finished_at = Some(Utc::now());
         m.resume_at = None;
         m
@@ -247,8 +261,13 @@ impl Outcome {
     fn into_measurement(mut self, started_at: DateTime<Utc>) -> Measurement {
         let phase = self.phase.unwrap_or(Phase::Error);
         if !self.warnings.is_empty() {
-            self.metadata.insert("warnings".into(), self.warnings.join("; "));
-            self.message = format!("{} (Prometheus warned: {})", self.message, self.warnings.join("; "));
+            self.metadata
+                .insert("warnings".into(), self.warnings.join("; "));
+            self.message = format!(
+                "{} (Prometheus warned: {})",
+                self.message,
+                self.warnings.join("; ")
+            );
         }
         let running = phase == Phase::Running;
         Measurement {

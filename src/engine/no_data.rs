@@ -42,7 +42,10 @@ pub fn detect(data: &QueryData) -> Option<NoData> {
         return Some(NoData::Empty);
     }
     let nan = values.iter().filter(|v| v.is_nan()).count();
-    (nan > 0).then_some(NoData::NaN { nan, total: values.len() })
+    (nan > 0).then_some(NoData::NaN {
+        nan,
+        total: values.len(),
+    })
 }
 
 /// The phase a no-data measurement gets under `policy`, with the sentence that says so.
@@ -83,7 +86,13 @@ mod tests {
         QueryData::Vector(
             values
                 .iter()
-                .map(|v| Series { labels: Default::default(), sample: Sample { timestamp: 0.0, value: *v } })
+                .map(|v| Series {
+                    labels: Default::default(),
+                    sample: Sample {
+                        timestamp: 0.0,
+                        value: *v,
+                    },
+                })
                 .collect(),
         )
     }
@@ -91,10 +100,22 @@ mod tests {
     #[test]
     fn empty_nan_and_inf() {
         assert_eq!(detect(&vector(&[])), Some(NoData::Empty));
-        assert_eq!(detect(&vector(&[f64::NAN])), Some(NoData::NaN { nan: 1, total: 1 }));
-        assert_eq!(detect(&vector(&[0.1, f64::NAN])), Some(NoData::NaN { nan: 1, total: 2 }));
+        assert_eq!(
+            detect(&vector(&[f64::NAN])),
+            Some(NoData::NaN { nan: 1, total: 1 })
+        );
+        assert_eq!(
+            detect(&vector(&[0.1, f64::NAN])),
+            Some(NoData::NaN { nan: 1, total: 2 })
+        );
         assert_eq!(detect(&vector(&[f64::INFINITY])), None);
-        assert_eq!(detect(&QueryData::Scalar(Sample { timestamp: 0.0, value: f64::NAN })), Some(NoData::NaN { nan: 1, total: 1 }));
+        assert_eq!(
+            detect(&QueryData::Scalar(Sample {
+                timestamp: 0.0,
+                value: f64::NAN
+            })),
+            Some(NoData::NaN { nan: 1, total: 1 })
+        );
     }
 
     #[test]
@@ -107,7 +128,10 @@ mod tests {
         ] {
             let (p, msg) = verdict(policy, "query", "sum(x)", &NoData::Empty);
             assert_eq!(p, phase);
-            assert!(msg.starts_with("no data: query `sum(x)` returned no series"), "{msg}");
+            assert!(
+                msg.starts_with("no data: query `sum(x)` returned no series"),
+                "{msg}"
+            );
             assert!(msg.contains(policy.as_str()), "{msg}");
         }
     }

@@ -29,8 +29,10 @@ impl Engine {
 
         let mut guard_note = String::new();
         if let Some(g) = &spec.min_requests {
-            out.metadata.insert("minRequests.query".into(), g.query.clone());
-            out.metadata.insert("minRequests.count".into(), format_count(g.count));
+            out.metadata
+                .insert("minRequests.query".into(), g.query.clone());
+            out.metadata
+                .insert("minRequests.count".into(), format_count(g.count));
             let response = match self.instant(config, &g.query, opts).await {
                 Ok(r) => r,
                 Err(e) => return out.error(format!("minRequests.query failed: {e}")),
@@ -38,11 +40,13 @@ impl Engine {
             out.note_warnings(&response);
             match guard::read(&response.data, g.count) {
                 GuardReading::Enough(seen) => {
-                    out.metadata.insert("minRequests.seen".into(), format_count(seen));
+                    out.metadata
+                        .insert("minRequests.seen".into(), format_count(seen));
                     guard_note = format!(" ({})", guard::seen_vs_needed(seen, g.count));
                 }
                 GuardReading::NoData(why) => {
-                    let (phase, message) = no_data::verdict(no_data, "minRequests.query", &g.query, &why);
+                    let (phase, message) =
+                        no_data::verdict(no_data, "minRequests.query", &g.query, &why);
                     out.metadata.insert("noData".into(), why.describe());
                     return out.finish(phase, message);
                 }
@@ -53,10 +57,14 @@ impl Engine {
                     ));
                 }
                 GuardReading::Insufficient(seen) => {
-                    out.metadata.insert("minRequests.seen".into(), format_count(seen));
+                    out.metadata
+                        .insert("minRequests.seen".into(), format_count(seen));
                     let why = guard::seen_vs_needed(seen, g.count);
                     let fixed = |phase: Phase| {
-                        format!("too little traffic: {why}; onInsufficient: {} makes this {phase}", g.on_insufficient.as_str())
+                        format!(
+                            "too little traffic: {why}; onInsufficient: {} makes this {phase}",
+                            g.on_insufficient.as_str()
+                        )
                     };
                     return match g.on_insufficient {
                         OnInsufficient::Inconclusive => out.finish(Phase::Inconclusive, fixed(Phase::Inconclusive)),
@@ -109,20 +117,40 @@ impl Engine {
 }
 
 /// Applies Argo's conditions to a result that has data, and says why in one sentence.
-pub(super) fn judge(out: Outcome, metric: &Metric, response: &QueryResponse, note: &str) -> Outcome {
+pub(super) fn judge(
+    out: Outcome,
+    metric: &Metric,
+    response: &QueryResponse,
+    note: &str,
+) -> Outcome {
     let result = condition_value(&response.data);
     let value = out.value.clone();
-    match evaluate_result(&result, metric.success_condition.as_ref(), metric.failure_condition.as_ref()) {
-        Ok(phase) => out.finish(phase, format!("result {value}: {}{note}", explain(metric, phase))),
+    match evaluate_result(
+        &result,
+        metric.success_condition.as_ref(),
+        metric.failure_condition.as_ref(),
+    ) {
+        Ok(phase) => out.finish(
+            phase,
+            format!("result {value}: {}{note}", explain(metric, phase)),
+        ),
         Err(failure) => out.error(format!("result {value}: {failure}")),
     }
 }
 
 fn explain(metric: &Metric, phase: Phase) -> String {
-    let success = metric.success_condition.as_ref().map(|c| c.source().to_string());
-    let failure = metric.failure_condition.as_ref().map(|c| c.source().to_string());
+    let success = metric
+        .success_condition
+        .as_ref()
+        .map(|c| c.source().to_string());
+    let failure = metric
+        .failure_condition
+        .as_ref()
+        .map(|c| c.source().to_string());
     match (phase, success, failure) {
-        (Phase::Successful, None, None) => "no conditions, so any result without an error is Successful".into(),
+        (Phase::Successful, None, None) => {
+            "no conditions, so any result without an error is Successful".into()
+        }
         (Phase::Successful, Some(s), _) => format!("successCondition `{s}` holds"),
         (Phase::Successful, None, Some(f)) => format!("failureCondition `{f}` does not hold"),
         (Phase::Failed, _, Some(f)) => format!("failureCondition `{f}` holds"),

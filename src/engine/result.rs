@@ -9,7 +9,10 @@ pub fn numbers(data: &QueryData) -> Vec<f64> {
     match data {
         QueryData::Scalar(s) => vec![s.value],
         QueryData::Vector(series) => series.iter().map(|s| s.sample.value).collect(),
-        QueryData::Matrix(series) => series.iter().flat_map(|s| s.samples.iter().map(|p| p.value)).collect(),
+        QueryData::Matrix(series) => series
+            .iter()
+            .flat_map(|s| s.samples.iter().map(|p| p.value))
+            .collect(),
     }
 }
 

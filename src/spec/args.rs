@@ -24,7 +24,11 @@ pub fn substitute(value: &Value, args: &ArgValues, path: &str) -> Result<Value, 
         Value::Object(map) => Value::Object(
             map.iter()
                 .map(|(k, v)| {
-                    let child = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
+                    let child = if path.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{path}.{k}")
+                    };
                     Ok((k.clone(), substitute(v, args, &child)?))
                 })
                 .collect::<Result<_, SpecError>>()?,
@@ -82,14 +86,25 @@ mod tests {
     use serde_json::json;
 
     fn args(pairs: &[(&str, Option<&str>)]) -> ArgValues {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.map(str::to_string))).collect()
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.map(str::to_string)))
+            .collect()
     }
 
     #[test]
     fn substitutes_in_nested_strings() {
         let v = json!({"query": "rate(x{svc=\"{{args.service}}\"}[{{ args.window }}])", "list": ["{{args.service}}"], "n": 3});
-        let out = substitute(&v, &args(&[("service", Some("pay")), ("window", Some("5m"))]), "").unwrap();
-        assert_eq!(out, json!({"query": "rate(x{svc=\"pay\"}[5m])", "list": ["pay"], "n": 3}));
+        let out = substitute(
+            &v,
+            &args(&[("service", Some("pay")), ("window", Some("5m"))]),
+            "",
+        )
+        .unwrap();
+        assert_eq!(
+            out,
+            json!({"query": "rate(x{svc=\"pay\"}[5m])", "list": ["pay"], "n": 3})
+        );
     }
 
     #[test]
@@ -98,7 +113,9 @@ mod tests {
         let err = substitute(&v, &args(&[]), "spec").unwrap_err().to_string();
         assert!(err.starts_with("args.nope: is required"), "{err}");
         assert!(err.contains("spec.query"), "{err}");
-        let err = substitute_str("{{args.secret}}", &args(&[("secret", None)]), "q").unwrap_err().to_string();
+        let err = substitute_str("{{args.secret}}", &args(&[("secret", None)]), "q")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("--arg secret=VALUE"), "{err}");
     }
 
@@ -106,6 +123,9 @@ mod tests {
     fn unclosed_and_foreign_placeholders_fail() {
         assert!(substitute_str("{{args.a", &args(&[("a", Some("1"))]), "q").is_err());
         assert!(substitute_str("{{workflow.name}}", &args(&[]), "q").is_err());
-        assert_eq!(substitute_str("no tags }} here", &args(&[]), "q").unwrap(), "no tags }} here");
+        assert_eq!(
+            substitute_str("no tags }} here", &args(&[]), "q").unwrap(),
+            "no tags }} here"
+        );
     }
 }

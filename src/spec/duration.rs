@@ -14,15 +14,21 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let mut total_ms: u128 = 0;
     let mut rest = s;
     while !rest.is_empty() {
-        let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
         if digits == 0 {
-            return Err(format!("{text:?} is not a duration (like 30s, 5m, 1h30m, 7d)"));
+            return Err(format!(
+                "{text:?} is not a duration (like 30s, 5m, 1h30m, 7d)"
+            ));
         }
         let number: u128 = rest[..digits]
             .parse()
             .map_err(|_| format!("{text:?} has a number that is too large"))?;
         rest = &rest[digits..];
-        let unit_len = rest.find(|c: char| c.is_ascii_digit()).unwrap_or(rest.len());
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(rest.len());
         let unit_ms: u128 = match &rest[..unit_len] {
             "ms" => 1,
             "s" => 1_000,
@@ -32,7 +38,11 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
             "w" => 7 * 86_400_000,
             "y" => 365 * 86_400_000,
             "" => return Err(format!("{text:?} lacks a unit (ms, s, m, h, d, w, y)")),
-            other => return Err(format!("{text:?} has an unknown unit {other:?} (ms, s, m, h, d, w, y)")),
+            other => {
+                return Err(format!(
+                    "{text:?} has an unknown unit {other:?} (ms, s, m, h, d, w, y)"
+                ))
+            }
         };
         rest = &rest[unit_len..];
         total_ms = number
@@ -77,7 +87,10 @@ mod tests {
     fn parses_simple_and_compound_durations() {
         assert_eq!(parse_duration("30s").unwrap(), Duration::from_secs(30));
         assert_eq!(parse_duration("1h30m").unwrap(), Duration::from_secs(5400));
-        assert_eq!(parse_duration("7d").unwrap(), Duration::from_secs(7 * 86400));
+        assert_eq!(
+            parse_duration("7d").unwrap(),
+            Duration::from_secs(7 * 86400)
+        );
         assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
         assert_eq!(parse_duration("0").unwrap(), Duration::ZERO);
     }

@@ -1,7 +1,7 @@
 //! The rollgate metric spec (SPEC.md section 2): what the plugin, the webhook and dry runs receive.
 
-use std::path::PathBuf;
 use serde_json::Value;
+use std::path::PathBuf;
 
 use super::error::SpecError;
 use super::promql::check_promql;
@@ -129,12 +129,12 @@ impl MetricSpec {
             .collect();
         let kind = match present.as_slice() {
             ["query"] => MetricKind::Query(read_query(&mut obj)?),
-            ["compare"] | ["fleet"] => {
-                return Err(SpecError::Conflict {
-                    path: obj.path_of(present[0]),
-                    message: "this metric kind is not available in this build of rollgate yet; use `query`".into(),
-                })
-            }
+            ["compare"] | ["fleet"] => return Err(SpecError::Conflict {
+                path: obj.path_of(present[0]),
+                message:
+                    "this metric kind is not available in this build of rollgate yet; use `query`"
+                        .into(),
+            }),
             [] => {
                 return Err(SpecError::Missing {
                     path: obj.path_of("query"),
@@ -144,12 +144,19 @@ impl MetricSpec {
             many => {
                 return Err(SpecError::Conflict {
                     path: obj.path().to_string(),
-                    message: format!("exactly one of query, compare or fleet may be given, found {}", many.join(" and ")),
+                    message: format!(
+                        "exactly one of query, compare or fleet may be given, found {}",
+                        many.join(" and ")
+                    ),
                 })
             }
         };
         obj.finish()?;
-        Ok(MetricSpec { prometheus, kind, no_data })
+        Ok(MetricSpec {
+            prometheus,
+            kind,
+            no_data,
+        })
     }
 }
 
@@ -178,17 +185,26 @@ fn read_query(obj: &mut ObjectReader<'_>) -> Result<QuerySpec, SpecError> {
         Some(mut g) => {
             let query = g.required_string("query", "a PromQL query that counts requests")?;
             check_promql(&g.path_of("query"), &query)?;
-            let count = g.number("count", 0.0, f64::MAX)?.ok_or_else(|| SpecError::Missing {
-                path: g.path_of("count"),
-                hint: "the number of requests needed before the result is trusted".into(),
-            })?;
+            let count = g
+                .number("count", 0.0, f64::MAX)?
+                .ok_or_else(|| SpecError::Missing {
+                    path: g.path_of("count"),
+                    hint: "the number of requests needed before the result is trusted".into(),
+                })?;
             let on_insufficient = read_on_insufficient(&mut g)?;
             g.finish()?;
-            Some(Guard { query, count, on_insufficient })
+            Some(Guard {
+                query,
+                count,
+                on_insufficient,
+            })
         }
         None => None,
     };
-    Ok(QuerySpec { query, min_requests })
+    Ok(QuerySpec {
+        query,
+        min_requests,
+    })
 }
 
 fn read_on_insufficient(g: &mut ObjectReader<'_>) -> Result<OnInsufficient, SpecError> {
@@ -255,7 +271,9 @@ fn read_prometheus(mut p: ObjectReader<'_>) -> Result<PrometheusConfig, SpecErro
 pub fn check_address(path: &str, address: &str) -> Result<String, SpecError> {
     let trimmed = address.trim().trim_end_matches('/');
     match reqwest::Url::parse(trimmed) {
-        Ok(url) if matches!(url.scheme(), "http" | "https") && url.host().is_some() => Ok(trimmed.to_string()),
+        Ok(url) if matches!(url.scheme(), "http" | "https") && url.host().is_some() => {
+            Ok(trimmed.to_string())
+        }
         _ => Err(SpecError::Invalid {
             path: path.to_string(),
             expected: "an http:// or https:// URL".into(),

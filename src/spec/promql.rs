@@ -47,9 +47,16 @@ mod tests {
 
     #[test]
     fn rejects_broken_queries_with_path() {
-        let err = check_promql("minRequests.query", "sum(rate(x[5m])").unwrap_err().to_string();
-        assert!(err.starts_with("minRequests.query: expected a valid PromQL query"), "{err}");
-        let err = check_promql("query", "rate(x[{{args.window}}])").unwrap_err().to_string();
+        let err = check_promql("minRequests.query", "sum(rate(x[5m])")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("minRequests.query: expected a valid PromQL query"),
+            "{err}"
+        );
+        let err = check_promql("query", "rate(x[{{args.window}}])")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("placeholder"), "{err}");
     }
 }

@@ -95,7 +95,12 @@ impl<'a> ObjectReader<'a> {
     }
 
     /// An optional finite number within `[min, max]`.
-    pub fn number(&mut self, key: &'static str, min: f64, max: f64) -> Result<Option<f64>, SpecError> {
+    pub fn number(
+        &mut self,
+        key: &'static str,
+        min: f64,
+        max: f64,
+    ) -> Result<Option<f64>, SpecError> {
         let expected = || match (min, max) {
             (lo, hi) if hi == f64::MAX => format!("a number >= {lo}"),
             (lo, hi) => format!("a number from {lo} to {hi}"),
@@ -104,20 +109,33 @@ impl<'a> ObjectReader<'a> {
             None => Ok(None),
             Some(Value::Number(n)) => match n.as_f64() {
                 Some(v) if v.is_finite() && v >= min && v <= max => Ok(Some(v)),
-                _ => Err(invalid(&self.path_of(key), &expected(), &Value::Number(n.clone()))),
+                _ => Err(invalid(
+                    &self.path_of(key),
+                    &expected(),
+                    &Value::Number(n.clone()),
+                )),
             },
             Some(other) => Err(invalid(&self.path_of(key), &expected(), other)),
         }
     }
 
     /// An optional whole number within `[min, max]`.
-    pub fn integer(&mut self, key: &'static str, min: u64, max: u64) -> Result<Option<u64>, SpecError> {
+    pub fn integer(
+        &mut self,
+        key: &'static str,
+        min: u64,
+        max: u64,
+    ) -> Result<Option<u64>, SpecError> {
         let expected = format!("a whole number from {min} to {max}");
         match self.get(key) {
             None => Ok(None),
             Some(Value::Number(n)) => match n.as_u64() {
                 Some(v) if v >= min && v <= max => Ok(Some(v)),
-                _ => Err(invalid(&self.path_of(key), &expected, &Value::Number(n.clone()))),
+                _ => Err(invalid(
+                    &self.path_of(key),
+                    &expected,
+                    &Value::Number(n.clone()),
+                )),
             },
             Some(other) => Err(invalid(&self.path_of(key), &expected, other)),
         }
@@ -127,12 +145,20 @@ impl<'a> ObjectReader<'a> {
     pub fn duration(&mut self, key: &'static str) -> Result<Option<Duration>, SpecError> {
         match self.get(key) {
             None => Ok(None),
-            Some(Value::String(s)) => parse_duration(s).map(Some).map_err(|why| SpecError::Invalid {
-                path: self.path_of(key),
-                expected: "a duration like 30s, 5m or 1h".into(),
-                got: why,
-            }),
-            Some(other) => Err(invalid(&self.path_of(key), "a duration string like \"30s\"", other)),
+            Some(Value::String(s)) => {
+                parse_duration(s)
+                    .map(Some)
+                    .map_err(|why| SpecError::Invalid {
+                        path: self.path_of(key),
+                        expected: "a duration like 30s, 5m or 1h".into(),
+                        got: why,
+                    })
+            }
+            Some(other) => Err(invalid(
+                &self.path_of(key),
+                "a duration string like \"30s\"",
+                other,
+            )),
         }
     }
 
@@ -194,7 +220,10 @@ pub fn describe(v: &Value) -> String {
         other => other.to_string(),
     };
     if text.len() > 80 {
-        let cut = (0..=77).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
+        let cut = (0..=77)
+            .rev()
+            .find(|&i| text.is_char_boundary(i))
+            .unwrap_or(0);
         format!("{}...", &text[..cut])
     } else {
         text
@@ -237,7 +266,10 @@ mod tests {
         r.string("query").unwrap();
         r.string("noData").unwrap();
         let err = r.finish().unwrap_err();
-        assert_eq!(err.to_string(), "spec.nodata: unknown key (did you mean \"noData\"?)");
+        assert_eq!(
+            err.to_string(),
+            "spec.nodata: unknown key (did you mean \"noData\"?)"
+        );
     }
 
     #[test]
@@ -245,7 +277,10 @@ mod tests {
         let v = json!({"maxIncrease": "20%"});
         let mut r = ObjectReader::new("compare", &v).unwrap();
         let err = r.number("maxIncrease", 0.0, f64::MAX).unwrap_err();
-        assert_eq!(err.to_string(), "compare.maxIncrease: expected a number >= 0, got \"20%\"");
+        assert_eq!(
+            err.to_string(),
+            "compare.maxIncrease: expected a number >= 0, got \"20%\""
+        );
     }
 
     #[test]
@@ -253,7 +288,10 @@ mod tests {
         let v = json!({"timeout": "10"});
         let mut r = ObjectReader::new("prometheus", &v).unwrap();
         let err = r.duration("timeout").unwrap_err().to_string();
-        assert!(err.starts_with("prometheus.timeout: expected a duration"), "{err}");
+        assert!(
+            err.starts_with("prometheus.timeout: expected a duration"),
+            "{err}"
+        );
         assert!(err.contains("lacks a unit"), "{err}");
     }
 }

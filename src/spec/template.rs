@@ -40,7 +40,10 @@ pub enum Provider {
     /// rollgate's own spec (`provider.plugin.<any>/...`).
     Rollgate(MetricSpec),
     /// Argo's built-in `prometheus` provider, judged exactly as Argo judges it.
-    Prometheus { config: PrometheusConfig, query: String },
+    Prometheus {
+        config: PrometheusConfig,
+        query: String,
+    },
     /// A provider rollgate cannot evaluate (web, job, datadog, ...): named, never guessed.
     Unsupported(String),
 }
@@ -63,14 +66,18 @@ impl Template {
     pub fn parse_all(text: &str, source_name: &str) -> Result<Vec<Template>, SpecError> {
         let mut out = Vec::new();
         for (i, doc) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
-            let value = serde_json::Value::deserialize_yaml(doc).map_err(|message| SpecError::Syntax {
-                source_name: format!("{source_name} (document {})", i + 1),
-                message,
-            })?;
+            let value =
+                serde_json::Value::deserialize_yaml(doc).map_err(|message| SpecError::Syntax {
+                    source_name: format!("{source_name} (document {})", i + 1),
+                    message,
+                })?;
             if value.is_null() {
                 continue;
             }
-            let kind = value.get("kind").and_then(Value::as_str).unwrap_or_default();
+            let kind = value
+                .get("kind")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
             if TEMPLATE_KINDS.contains(&kind) {
                 out.push(Template::from_value(&value)?);
             }
@@ -89,7 +96,11 @@ impl Template {
         let kind = doc.required_string("kind", "AnalysisTemplate or ClusterAnalysisTemplate")?;
         if let Some(api) = doc.string("apiVersion")? {
             if api != "argoproj.io/v1alpha1" {
-                return Err(invalid("apiVersion", "argoproj.io/v1alpha1", &Value::String(api)));
+                return Err(invalid(
+                    "apiVersion",
+                    "argoproj.io/v1alpha1",
+                    &Value::String(api),
+                ));
             }
         }
         let name = match doc.object("metadata")? {
@@ -121,7 +132,13 @@ impl Template {
         }
         let raw_metrics = match spec.get("metrics") {
             Some(Value::Array(items)) if !items.is_empty() => items.clone(),
-            Some(other) => return Err(invalid("spec.metrics", "a non-empty list of metrics", other)),
+            Some(other) => {
+                return Err(invalid(
+                    "spec.metrics",
+                    "a non-empty list of metrics",
+                    other,
+                ))
+            }
             None => {
                 return Err(SpecError::Missing {
                     path: "spec.metrics".into(),
@@ -129,7 +146,12 @@ impl Template {
                 })
             }
         };
-        Ok(Template { kind, name, args, raw_metrics })
+        Ok(Template {
+            kind,
+            name,
+            args,
+            raw_metrics,
+        })
     }
 
     /// The metrics with `{{args.*}}` resolved from the defaults and `overrides`, validated.
@@ -235,18 +257,23 @@ pub fn compile_condition(path: &str, source: &str) -> Result<Option<Condition>, 
     if source.trim().is_empty() {
         return Ok(None);
     }
-    Condition::compile(source).map(Some).map_err(|e| SpecError::Invalid {
-        path: path.to_string(),
-        expected: "an expression in Argo's condition language".into(),
-        got: format!("{source:?} ({e})"),
-    })
+    Condition::compile(source)
+        .map(Some)
+        .map_err(|e| SpecError::Invalid {
+            path: path.to_string(),
+            expected: "an expression in Argo's condition language".into(),
+            got: format!("{source:?} ({e})"),
+        })
 }
 
 fn int_or_string(m: &mut ObjectReader<'_>, key: &'static str) -> Result<Option<i64>, SpecError> {
     let path = m.path_of(key);
     match m.get(key) {
         None => Ok(None),
-        Some(Value::Number(n)) => n.as_i64().map(Some).ok_or_else(|| invalid(&path, "a whole number", &Value::Number(n.clone()))),
+        Some(Value::Number(n)) => n
+            .as_i64()
+            .map(Some)
+            .ok_or_else(|| invalid(&path, "a whole number", &Value::Number(n.clone()))),
         Some(Value::String(s)) => s
             .trim()
             .parse::<i64>()
@@ -312,7 +339,11 @@ fn read_argo_prometheus(value: &Value, path: &str) -> Result<Provider, SpecError
     config.insecure_skip_verify = p.bool("insecure")?.unwrap_or(false);
     if let Some(list) = p.get("headers") {
         let Value::Array(items) = list else {
-            return Err(invalid(&p.path_of("headers"), "a list of {key, value}", list));
+            return Err(invalid(
+                &p.path_of("headers"),
+                "a list of {key, value}",
+                list,
+            ));
         };
         for (i, item) in items.iter().enumerate() {
             let mut h = ObjectReader::new(&format!("{}[{i}]", p.path_of("headers")), item)?;

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	a "rollgate.test/gohost/argotypes/v1alpha1"
+	"rollgate.test/gohost/pluginrpc"
+)
+
+type callsFile struct {
+	Run   *runIdentity `json:"run"`
+	Calls []callSpec   `json:"calls"`
+}
+
+type callSpec struct {
+	Method      string           `json:"method"`
+	Metric      jsonMetric       `json:"metric"`
+	Measurement *jsonMeasurement `json:"measurement"`
+	Limit       int              `json:"limit"`
+	Run         *runIdentity     `json:"run"`
+}
+
+// callResult is one output line of `calls`; only the fields that belong to the method are set.
+type callResult struct {
+	Index       int                `json:"index"`
+	Method      string             `json:"method"`
+	ElapsedMs   float64            `json:"elapsedMs"`
+	RPCError    *string            `json:"rpcError"`
+	Measurement *jsonMeasurement   `json:"measurement,omitempty"`
+	Error       *string            `json:"error,omitempty"`
+	Type        *string            `json:"type,omitempty"`
+	Metadata    *map[string]string `json:"metadata,omitempty"`
+}
+
+func readCallsFile(path string) (callsFile, error) {
+	var f callsFile
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return f, err
+	}
+	b = bytes.TrimSpace(b)
+	if len(b) > 0 && b[0] == '[' {
+		err = json.Unmarshal(b, &f.Calls)
+	} else {
+		err = json.Unmarshal(b, &f)
+	}
+	return f, err
+}
+
+func cmdCalls(args []string) int {
+	fs, c := newFlagSet("calls")
+	file := fs.String("calls", "", "JSON file: {\"run\":{name,namespace,uid}?, \"calls\":[...]} or a bare list of calls")
+	timeout := fs.Duration("call-timeout", time.Minute, "give up on a call after this long (rpcError says so)")
+	if !c.parse(fs, args) {
+		return exitSetup
+	}
+	f, err := readCallsFile(*file)
+	if err != nil {
+		return setupErr("calls", fmt.Errorf("reading %s: %w", *file, err))
+	}
+	s, err := launch(c)
+	if err != nil {
+		return setupErr("calls", err)
+	}
+	defer s.close()
+	for i, call := range f.Calls {
+		id := defaultIdentity
+		if f.Run != nil {
+			id = *f.Run
+		}
+		if call.Run != nil {
+			id = *call.Run
+		}
+		type outcome struct {
+			res callResult
+			err error
+		}
+		ch := make(chan outcome, 1)
+		go func() {
+			res, err := doCall(s, call, id)
+			ch <- outcome{res, err}
+		}()
+		var res callResult
+		select {
+		case o := <-ch:
+			res, err = o.res, o.err
+		case <-time.After(*timeout):
+			msg := fmt.Sprintf("no reply within %s", *timeout)
+			res = callResult{Method: call.Method, ElapsedMs: ms(*timeout), RPCError: &msg}
+		}
+		if err != nil {
+			return setupErr("calls", fmt.Errorf("call %d: %w", i, err))
+		}
+		res.Index = i
+		emit(res)
+	}
+	return 0
+}
+
+func errPtr(err error) *string {
+	if err == nil {
+		return nil
+	}
+	s := err.Error()
+	return &s
+}
+
+func strOr(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+func doCall(s *session, call callSpec, id runIdentity) (callResult, error) {
+	res := callResult{Method: call.Method}
+	metric := call.Metric.metric()
+	run := buildRun(id, metric, time.Now())
+	var meas a.Measurement
+	if call.Measurement != nil {
+		var err error
+		if meas, err = fromJSONMeasurement(*call.Measurement); err != nil {
+			return res, fmt.Errorf("measurement: %w", err)
+		}
+	}
+	start := time.Now()
+	var err error
+	switch call.Method {
+	case "Ping":
+		err = s.ping()
+	case "InitPlugin":
+		var r pluginrpc.RpcError
+		r, err = s.rpc.InitPlugin()
+		res.Error = &r.ErrorString
+	case "Type":
+		var t string
+		t, err = s.rpc.Type()
+		res.Type = &t
+	case "GetMetadata":
+		var md map[string]string
+		md, err = s.rpc.GetMetadata(metric)
+		res.Metadata = &md
+	case "GarbageCollect":
+		var r pluginrpc.RpcError
+		r, err = s.rpc.GarbageCollect(run, metric, call.Limit)
+		res.Error = &r.ErrorString
+	case "Run", "Resume", "Terminate":
+		// The controller pings before handing out the plugin for every measurement.
+		if err = s.ping(); err != nil {
+			break
+		}
+		var m a.Measurement
+		switch call.Method {
+		case "Run":
+			m, err = s.rpc.Run(run, metric)
+		case "Resume":
+			m, err = s.rpc.Resume(run, metric, meas)
+		default:
+			m, err = s.rpc.Terminate(run, metric, meas)
+		}
+		jm := toJSONMeasurement(m)
+		res.Measurement = &jm
+	default:
+		return res, fmt.Errorf("unknown method %q (Ping|InitPlugin|Type|GetMetadata|GarbageCollect|Run|Resume|Terminate)", call.Method)
+	}
+	res.ElapsedMs = ms(time.Since(start))
+	res.RPCError = errPtr(err)
+	return res, nil
+}

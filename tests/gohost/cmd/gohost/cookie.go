@@ -1,0 +1,77 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+func cmdCookie(args []string) int {
+	fs, c := newFlagSet("cookie")
+	limit := fs.Duration("limit", 5*time.Second, "the plugin must exit within this long")
+	if !c.parse(fs, args) {
+		return exitSetup
+	}
+	wrong := "wrong-value"
+	type caseOut struct {
+		Name      string  `json:"name"`
+		OK        bool    `json:"ok"`
+		ExitCode  int     `json:"exitCode"`
+		ElapsedMs float64 `json:"elapsedMs"`
+		Stdout    string  `json:"stdout"`
+		Stderr    string  `json:"stderr"`
+	}
+	var cases []caseOut
+	for _, tc := range []struct {
+		name   string
+		cookie *string
+	}{{"wrong cookie", &wrong}, {"no cookie", nil}} {
+		cmd := exec.Command(c.plugin, c.pluginArgs...)
+		cmd.Env = pluginEnv(tc.cookie)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		t := time.Now()
+		co := caseOut{Name: tc.name, ExitCode: -1}
+		if err := cmd.Start(); err != nil {
+			return setupErr("cookie", err)
+		}
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+			co.ExitCode = cmd.ProcessState.ExitCode()
+		case <-time.After(*limit):
+			cmd.Process.Kill()
+			<-done
+		}
+		co.ElapsedMs = ms(time.Since(t))
+		co.Stdout = stdout.String()
+		co.Stderr = stderr.String()
+		if len(co.Stderr) > 2000 {
+			co.Stderr = co.Stderr[:2000]
+		}
+		co.OK = co.ExitCode == 1 && stdout.Len() == 0 && strings.TrimSpace(stderr.String()) != ""
+		cases = append(cases, co)
+	}
+	ok := true
+	var bad []string
+	for _, co := range cases {
+		if !co.OK {
+			ok = false
+			bad = append(bad, fmt.Sprintf("%s: exit %d after %.0f ms, %d bytes on stdout, %d on stderr",
+				co.Name, co.ExitCode, co.ElapsedMs, len(co.Stdout), len(co.Stderr)))
+		}
+	}
+	emit(struct {
+		OK    bool      `json:"ok"`
+		Cases []caseOut `json:"cases"`
+	}{ok, cases})
+	if !ok {
+		fmt.Fprintf(os.Stderr, "gohost cookie: %s\n", strings.Join(bad, "; "))
+		return exitFail
+	}
+	return 0
+}

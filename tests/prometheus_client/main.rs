@@ -1,0 +1,8 @@
+//! The Prometheus client against scripted HTTP/TLS stubs and a real Prometheus: retries,
+//! deadlines, size caps, authentication, TLS, record/replay, and secrets kept out of errors.
+
+mod client;
+mod real_prometheus;
+mod record_replay;
+mod stub;
+mod tls;

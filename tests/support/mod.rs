@@ -1,0 +1,11 @@
+//! Test support shared by the integration tests: a real Prometheus loaded with generated data
+//! (`prom`, `scenarios`), a fault-injecting fake Prometheus (`stub`) and the Go host that plays
+//! the Argo Rollouts controller (`gohost`).
+//!
+//! Each test binary includes it with `mod support;` and uses what it needs.
+#![allow(dead_code)]
+
+pub mod gohost;
+pub mod prom;
+pub mod scenarios;
+pub mod stub;
