@@ -8,6 +8,9 @@
 pub mod cli;
 pub mod condition;
 pub mod engine;
+pub mod goplugin;
+pub mod logging;
 pub mod measurement;
+pub mod plugin;
 pub mod prometheus;
 pub mod spec;

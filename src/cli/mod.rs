@@ -2,6 +2,9 @@
 
 mod dry_run;
 mod output;
+mod plugin_mode;
+
+pub use plugin_mode::PluginArgs;
 
 use std::process::ExitCode;
 
@@ -20,7 +23,14 @@ pub mod exit {
 /// rollgate judges progressive deliveries: an Argo Rollouts metric plugin, a Flagger webhook,
 /// and dry runs of AnalysisTemplates from a terminal.
 #[derive(Debug, Parser)]
-#[command(name = "rollgate", version, about, long_about = None, arg_required_else_help = true)]
+#[command(
+    name = "rollgate",
+    version,
+    about,
+    long_about = None,
+    arg_required_else_help = true,
+    after_help = "Started by the Argo Rollouts controller (ARGO_ROLLOUTS_RPC_PLUGIN=metricprovider), rollgate serves as its metric plugin instead; see README.md, \"Use with Argo Rollouts\"."
+)]
 pub struct Cli {
     /// Log level (error, warn, info, debug, trace) or a tracing filter; also ROLLGATE_LOG.
     #[arg(long, global = true, env = "ROLLGATE_LOG", default_value = "warn")]
@@ -41,6 +51,9 @@ pub enum Command {
 
 /// Entry point of the binary: parses arguments, runs the command, returns its exit code.
 pub fn main() -> ExitCode {
+    if plugin_mode::started_by_host() {
+        return ExitCode::from(plugin_mode::run());
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -55,18 +68,8 @@ pub fn main() -> ExitCode {
             };
         }
     };
-    init_logging(&cli.log_level);
+    crate::logging::init_cli_logging(&cli.log_level);
     match cli.command {
         Command::DryRun(args) => ExitCode::from(dry_run::run(args)),
     }
-}
-
-fn init_logging(level: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_new(level)
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_target(false)
-        .try_init();
 }

@@ -113,7 +113,9 @@ impl Engine {
                 Outcome::new().error(format!("provider {name} is not one rollgate can evaluate"))
             }
         };
-        outcome.into_measurement(started_at)
+        let mut m = outcome.into_measurement(started_at);
+        m.metadata.insert("metric".into(), metric.name.clone());
+        m
     }
 
     /// Argo's `Resume`: re-measures a measurement that waits for traffic once its `resumeAt`

@@ -1,0 +1,78 @@
+//! Plugin mode: the binary as the Argo Rollouts controller starts it (magic cookie set).
+
+use std::sync::Arc;
+
+use clap::Parser;
+
+use crate::engine::{AddressPolicy, Engine};
+use crate::goplugin::{check_cookie, serve, ServeOptions};
+use crate::plugin::RollgatePlugin;
+use crate::prometheus::{Backend, Client};
+use crate::spec::check_address;
+
+/// Arguments the controller passes from the `args` of the plugin's ConfigMap entry.
+#[derive(Debug, Parser)]
+#[command(name = "rollgate (plugin mode)", no_binary_name = false)]
+pub struct PluginArgs {
+    /// Log level (error, warn, info, debug, trace) or a tracing filter; also ROLLGATE_LOG.
+    #[arg(long, env = "ROLLGATE_LOG", default_value = "info")]
+    pub log_level: String,
+
+    /// Prometheus address for metrics whose spec names none (else ROLLGATE_PROMETHEUS_ADDRESS).
+    #[arg(long, value_name = "URL")]
+    pub prometheus: Option<String>,
+}
+
+/// Whether the process was started by a plugin host (the cookie's key is present at all).
+pub fn started_by_host() -> bool {
+    std::env::var_os(crate::goplugin::COOKIE_KEY).is_some()
+}
+
+/// Serves the controller until it says Quit; returns the exit code.
+pub fn run() -> u8 {
+    if let Err(e) = check_cookie() {
+        eprintln!("{e}");
+        return 1;
+    }
+    // Nothing but the handshake may reach stdout, so argument errors go to stderr as text.
+    let args = match PluginArgs::try_parse() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("rollgate plugin: invalid arguments in the plugin's ConfigMap entry: {e}");
+            return 1;
+        }
+    };
+    crate::logging::init_plugin_logging(&args.log_level);
+    let mut addresses = AddressPolicy::from_env();
+    if let Some(url) = &args.prometheus {
+        match check_address("--prometheus", url) {
+            Ok(url) => addresses.default_address = Some(url),
+            Err(e) => {
+                eprintln!("rollgate plugin: {e}");
+                return 1;
+            }
+        }
+    }
+    let engine = Arc::new(Engine::new(Backend::Live(Client::new()), addresses));
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("rollgate plugin: cannot start the async runtime: {e}");
+            return 1;
+        }
+    };
+    match runtime.block_on(serve(
+        Arc::new(RollgatePlugin::new(engine)),
+        ServeOptions::from_env(),
+    )) {
+        Ok(()) => 0,
+        Err(e) => {
+            tracing::error!(error = %e, "plugin stopped");
+            eprintln!("rollgate plugin: {e}");
+            1
+        }
+    }
+}

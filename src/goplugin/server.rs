@@ -1,0 +1,175 @@
+//! The plugin server: accepts the host's connections and serves each as a go-plugin session
+//! (control stream, two idle stdio streams, then dispensed `Plugin` streams).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::{UnixListener, UnixStream};
+use tokio::signal::unix::{signal, SignalKind};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use super::argo::{MetricProviderHandler, PluginService};
+use super::broker::{serve_dispensed, ControlService, Dispensed};
+use super::handshake::{announce, negotiate_version, PluginSocket};
+use super::netrpc::{self, MessageReader};
+use super::yamux::{Session, Stream};
+use super::PluginError;
+
+/// How long serve() waits after `Control.Quit` for the host to hang up.
+const QUIT_GRACE: Duration = Duration::from_millis(500);
+
+/// How the plugin server is set up. [`ServeOptions::from_env`] reads what the host passes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServeOptions {
+    /// Where the socket's directory goes (`PLUGIN_UNIX_SOCKET_DIR`, else the temp dir).
+    pub socket_dir: PathBuf,
+    /// Group given read/write access to the socket (`PLUGIN_UNIX_SOCKET_GROUP`, name or gid).
+    pub socket_group: Option<String>,
+    /// The host's acceptable protocol versions (`PLUGIN_PROTOCOL_VERSIONS`).
+    pub protocol_versions: Option<String>,
+    /// Return once the host's connection has ended (a plugin without its host is of no use).
+    pub exit_on_disconnect: bool,
+}
+
+impl ServeOptions {
+    /// Options from the environment the host sets.
+    pub fn from_env() -> Self {
+        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        ServeOptions {
+            socket_dir: var("PLUGIN_UNIX_SOCKET_DIR")
+                .map_or_else(std::env::temp_dir, PathBuf::from),
+            socket_group: var("PLUGIN_UNIX_SOCKET_GROUP"),
+            protocol_versions: var("PLUGIN_PROTOCOL_VERSIONS"),
+            exit_on_disconnect: true,
+        }
+    }
+}
+
+/// Serves `handler` as a go-plugin net/rpc plugin: creates the socket, announces it on stdout
+/// and serves until `Control.Quit`, SIGTERM, or (with `exit_on_disconnect`) the host hanging
+/// up. SIGINT is ignored, as go-plugin plugins do: the host decides when the plugin ends. The
+/// socket is removed before returning.
+pub async fn serve<H: MetricProviderHandler>(
+    handler: Arc<H>,
+    opts: ServeOptions,
+) -> Result<(), PluginError> {
+    let version = negotiate_version(opts.protocol_versions.as_deref())?;
+    let (socket, listener) = PluginSocket::bind(&opts.socket_dir, opts.socket_group.as_deref())?;
+    let mut sigterm = signal(SignalKind::terminate()).map_err(PluginError::Signal)?;
+    let mut sigint = signal(SignalKind::interrupt()).map_err(PluginError::Signal)?;
+    announce(version, socket.path())?;
+    tracing::debug!(socket = %socket.path().display(), "plugin: serving");
+    let stop = async move {
+        loop {
+            tokio::select! {
+                _ = sigterm.recv() => break,
+                _ = sigint.recv() => tracing::debug!("plugin: ignoring SIGINT, the host ends the plugin"),
+            }
+        }
+    };
+    let result = serve_until(handler, listener, opts.exit_on_disconnect, stop).await;
+    drop(socket);
+    result
+}
+
+/// Serves `handler` on an already bound listener, without the stdout handshake or signal
+/// handling (for embedding and tests). Returns after `Control.Quit`, or once the last host
+/// connection has ended when `exit_on_disconnect` is set.
+pub async fn serve_listener<H: MetricProviderHandler>(
+    handler: Arc<H>,
+    listener: UnixListener,
+    exit_on_disconnect: bool,
+) -> Result<(), PluginError> {
+    serve_until(
+        handler,
+        listener,
+        exit_on_disconnect,
+        std::future::pending(),
+    )
+    .await
+}
+
+async fn serve_until<H: MetricProviderHandler>(
+    handler: Arc<H>,
+    listener: UnixListener,
+    exit_on_disconnect: bool,
+    stop: impl std::future::Future<Output = ()>,
+) -> Result<(), PluginError> {
+    let (quit_tx, mut quit_rx) = watch::channel(false);
+    let mut sessions = JoinSet::new();
+    tokio::pin!(stop);
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((io, _)) => {
+                    sessions.spawn(serve_session(handler.clone(), io, quit_tx.clone()));
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "plugin: accepting a connection");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            },
+            Some(_) = sessions.join_next(), if !sessions.is_empty() => {
+                if exit_on_disconnect && sessions.is_empty() {
+                    tracing::debug!("plugin: host disconnected");
+                    return Ok(());
+                }
+            }
+            () = quit_requested(&mut quit_rx) => break,
+            () = &mut stop => return Ok(()),
+        }
+    }
+    tracing::debug!("plugin: quit requested");
+    let _ = tokio::time::timeout(QUIT_GRACE, async {
+        while sessions.join_next().await.is_some() {}
+    })
+    .await;
+    Ok(())
+}
+
+async fn quit_requested(rx: &mut watch::Receiver<bool>) {
+    // The guard wait_for returns is not Send: drop it here.
+    let _ = rx.wait_for(|q| *q).await;
+}
+
+/// Serves one host connection until it ends.
+async fn serve_session<H: MetricProviderHandler>(
+    handler: Arc<H>,
+    io: UnixStream,
+    quit: watch::Sender<bool>,
+) {
+    let mut session = Session::server(io);
+    let dispensed = Arc::new(Dispensed::default());
+    let control = Arc::new(ControlService {
+        dispensed: dispensed.clone(),
+        quit,
+        session: session.handle(),
+    });
+    let plugin = Arc::new(PluginService::new(handler));
+    let mut streams = JoinSet::new();
+    let mut accepted = 0u64;
+    while let Some(stream) = session.accept().await {
+        accepted += 1;
+        match accepted {
+            1 => {
+                streams.spawn(netrpc::serve(control.clone(), MessageReader::new(stream)));
+            }
+            // The host's copies of the plugin's stdout and stderr: rollgate writes nothing
+            // there (its logs go to the real stderr), but reads whatever arrives.
+            2 | 3 => {
+                streams.spawn(drain(stream));
+            }
+            _ => {
+                streams.spawn(serve_dispensed(plugin.clone(), dispensed.clone(), stream));
+            }
+        }
+        while streams.try_join_next().is_some() {}
+    }
+}
+
+async fn drain(stream: Stream) {
+    while stream.read().await.is_some() {}
+    stream.close();
+}

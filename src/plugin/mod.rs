@@ -1,0 +1,145 @@
+//! The Argo Rollouts metric-provider surface: translates the controller's calls into engine
+//! calls. The wire protocol lives in [`crate::goplugin`]; no analysis rule is decided here.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::Utc;
+
+use crate::engine::{Engine, EvalOptions};
+use crate::goplugin::{AnalysisRunRef, ArgoMetric, MetricProviderHandler};
+use crate::measurement::Measurement;
+use crate::spec::duration::parse_duration;
+use crate::spec::{Metric, MetricSpec, SpecError};
+
+/// What `Type()` answers: Argo's own name for plugin providers.
+pub const PROVIDER_TYPE: &str = "RPCPlugin";
+
+/// The overall time one measurement may take, retries included. The controller sets no
+/// deadline of its own, and a hung analysis worker would stall every rollout it serves.
+pub const MEASUREMENT_BUDGET: Duration = Duration::from_secs(120);
+
+/// The engine behind the go-plugin transport.
+pub struct RollgatePlugin {
+    engine: Arc<Engine>,
+}
+
+impl RollgatePlugin {
+    /// A plugin that measures with `engine`.
+    pub fn new(engine: Arc<Engine>) -> RollgatePlugin {
+        RollgatePlugin { engine }
+    }
+}
+
+/// Builds the engine's metric from the controller's: the single `provider.plugin` entry, whatever
+/// its key, plus Argo's conditions and interval.
+pub fn metric_from_argo(metric: &ArgoMetric) -> Result<Metric, SpecError> {
+    let mut entries = metric.plugin.iter();
+    let (key, config) = match (entries.next(), entries.next()) {
+        (Some(entry), None) => entry,
+        _ => {
+            return Err(SpecError::Conflict {
+                path: "provider.plugin".into(),
+                message: format!(
+                    "expected exactly one plugin entry, found {}",
+                    metric.plugin.len()
+                ),
+            })
+        }
+    };
+    let value: serde_json::Value =
+        serde_json::from_slice(config).map_err(|e| SpecError::Syntax {
+            source_name: format!("provider.plugin.{key}"),
+            message: format!("not valid JSON: {e}"),
+        })?;
+    let spec = MetricSpec::from_value(&value, &format!("provider.plugin.{key}"))?;
+    let interval = match metric.interval.trim() {
+        "" => None,
+        text => Some(parse_duration(text).map_err(|why| SpecError::Invalid {
+            path: "interval".into(),
+            expected: "a duration like 1m".into(),
+            got: why,
+        })?),
+    };
+    Metric::with_spec(
+        &metric.name,
+        spec,
+        &metric.success_condition,
+        &metric.failure_condition,
+        interval,
+    )
+}
+
+fn invalid_spec(metric: &ArgoMetric, e: &SpecError) -> Measurement {
+    Measurement::error(
+        format!("metric {:?} has an invalid rollgate spec: {e}", metric.name),
+        Utc::now(),
+    )
+}
+
+impl MetricProviderHandler for RollgatePlugin {
+    async fn init_plugin(&self) -> Result<(), String> {
+        Ok(())
+    }
+
+    async fn run(&self, run: AnalysisRunRef, metric: ArgoMetric) -> Measurement {
+        tracing::debug!(analysis_run = %run.name, namespace = %run.namespace, metric = %metric.name, "run");
+        match metric_from_argo(&metric) {
+            Ok(m) => {
+                self.engine
+                    .measure(&m, &EvalOptions::with_budget(MEASUREMENT_BUDGET))
+                    .await
+            }
+            Err(e) => invalid_spec(&metric, &e),
+        }
+    }
+
+    async fn resume(
+        &self,
+        run: AnalysisRunRef,
+        metric: ArgoMetric,
+        previous: Measurement,
+    ) -> Measurement {
+        tracing::debug!(analysis_run = %run.name, metric = %metric.name, "resume");
+        match metric_from_argo(&metric) {
+            Ok(m) => {
+                self.engine
+                    .resume(&m, &previous, &EvalOptions::with_budget(MEASUREMENT_BUDGET))
+                    .await
+            }
+            Err(e) => invalid_spec(&metric, &e),
+        }
+    }
+
+    async fn terminate(
+        &self,
+        run: AnalysisRunRef,
+        metric: ArgoMetric,
+        previous: Measurement,
+    ) -> Measurement {
+        tracing::debug!(analysis_run = %run.name, metric = %metric.name, "terminate");
+        self.engine.terminate(&previous)
+    }
+
+    async fn garbage_collect(
+        &self,
+        _run: AnalysisRunRef,
+        _metric: ArgoMetric,
+        _limit: i64,
+    ) -> Result<(), String> {
+        // rollgate keeps no per-measurement state outside the measurements themselves.
+        Ok(())
+    }
+
+    fn type_name(&self) -> String {
+        PROVIDER_TYPE.to_string()
+    }
+
+    fn get_metadata(&self, metric: ArgoMetric) -> BTreeMap<String, String> {
+        match metric_from_argo(&metric) {
+            Ok(m) => self.engine.describe(&m),
+            Err(e) => BTreeMap::from([("error".to_string(), e.to_string())]),
+        }
+    }
+}

@@ -1,0 +1,225 @@
+//! rollgate as an Argo Rollouts metric plugin, driven by a Go go-plugin host that plays the
+//! controller (tests/gohost): the protocol, every method with full AnalysisRun values, bad
+//! input, shutdown, concurrency, and each metric kind against a real Prometheus.
+
+mod support;
+
+use std::path::Path;
+
+use serde_json::{json, Value};
+use support::gohost::{build, HostRun};
+use support::prom::shared;
+use support::scenarios::{BAD, HEALTHY, LOWTRAFFIC};
+use support::stub::{closed_port, Mode, Stub};
+
+const PLUGIN: &str = env!("CARGO_BIN_EXE_rollgate");
+
+fn plugin() -> &'static Path {
+    Path::new(PLUGIN)
+}
+
+fn check(sub: &str, args: &[&str]) -> HostRun {
+    let run = build().run(sub, plugin(), args);
+    assert!(
+        run.ok(),
+        "gohost {sub} failed: {}\n{}",
+        run.stdout,
+        run.stderr
+    );
+    run
+}
+
+#[test]
+fn protocol_checks_pass() {
+    let run = check("protocol", &[]);
+    assert_eq!(run.value()["type"], "RPCPlugin");
+}
+
+#[test]
+fn garbage_on_a_stream_does_not_kill_the_plugin() {
+    check("garbage", &[]);
+}
+
+#[test]
+fn quit_exits_within_one_second() {
+    check("quit", &["-limit", "1s"]);
+}
+
+#[test]
+fn a_wrong_or_missing_cookie_exits_1_with_guidance() {
+    let run = check("cookie", &[]);
+    for case in run.value()["cases"].as_array().unwrap() {
+        assert_eq!(case["exitCode"], 1, "{case}");
+        assert_eq!(case["stdout"], "", "{case}");
+        assert!(!case["stderr"].as_str().unwrap().is_empty(), "{case}");
+    }
+}
+
+#[test]
+fn a_5_mb_analysis_run_is_served() {
+    let run = check("bigrun", &["-mb", "5"]);
+    let v = run.value();
+    assert!(v["bytes"].as_u64().unwrap() >= 5 * 1024 * 1024, "{v}");
+    assert_eq!(
+        v["big"]["measurement"]["phase"], "Error",
+        "closed port: {v}"
+    );
+}
+
+#[test]
+fn thirty_callers_with_a_thousand_runs_each_get_their_own_replies() {
+    let prom = Stub::start(Mode::Fixed(
+        r#"{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1,"0.001"]}]}}"#.into(),
+    ));
+    let spec = r#"{"prometheus":{"address":"{{address}}"},"query":"vector(1)","noData":"error"}"#;
+    let args = [
+        "-callers", "30", "-runs", "1000", "-spec", spec, "-address", &prom.url,
+    ];
+    let run = check("load", &args);
+    let v = run.value();
+    assert_eq!(v["calls"], 30_000);
+    assert_eq!(v["rpcErrors"], 0);
+    assert_eq!(v["mismatches"], 0);
+    assert_eq!(
+        v["verifiedByMetadata"], 30_000,
+        "every reply names its caller's metric: {v}"
+    );
+    assert_eq!(v["phases"]["Successful"], 30_000, "{v}");
+    assert_eq!(prom.requests(), 30_000);
+}
+
+fn spec(query: &str, extra: Value) -> Value {
+    let mut s =
+        json!({"prometheus": {"address": shared().url}, "query": query, "noData": "inconclusive"});
+    for (k, v) in extra.as_object().unwrap() {
+        s[k] = v.clone();
+    }
+    s
+}
+
+fn guard(t: &support::scenarios::Traffic, on: &str) -> Value {
+    json!({"minRequests": {"query": t.total_query("5m"), "count": 300, "onInsufficient": on}})
+}
+
+fn calls(list: Value) -> Vec<Value> {
+    let run = build().calls(plugin(), &json!({"calls": list}), &[]);
+    assert!(run.ok(), "{}\n{}", run.stdout, run.stderr);
+    run.json
+}
+
+#[test]
+fn query_metrics_through_the_controller_protocol() {
+    // The plugin evaluates "now": the generated data reaches an hour past the harness' base.
+    let replies = calls(json!([
+        {"method": "Run", "metric": {"name": "healthy", "successCondition": "result[0] < 0.01",
+            "spec": spec(&HEALTHY.ratio_query("5m"), guard(&HEALTHY, "inconclusive"))}},
+        {"method": "Run", "metric": {"name": "bad", "successCondition": "result[0] < 0.01",
+            "spec": spec(&BAD.ratio_query("5m"), guard(&BAD, "inconclusive"))}},
+        {"method": "Run", "metric": {"name": "low", "interval": "1m", "successCondition": "result[0] < 0.01",
+            "spec": spec(&LOWTRAFFIC.ratio_query("5m"), guard(&LOWTRAFFIC, "wait"))}},
+        {"method": "Run", "metric": {"name": "invalid", "spec": {"query": "up"}}},
+        {"method": "Run", "metric": {"name": "down", "spec":
+            {"prometheus": {"address": closed_port(), "retries": 0}, "query": "up", "noData": "pass"}}},
+        {"method": "Run", "metric": {"name": "garbage-json", "specRaw": "{not json"}},
+        {"method": "GetMetadata", "metric": {"name": "healthy",
+            "spec": spec(&HEALTHY.ratio_query("5m"), guard(&HEALTHY, "inconclusive"))}},
+        {"method": "GarbageCollect", "metric": {"name": "healthy", "spec": spec("up", json!({}))}, "limit": 10},
+        {"method": "Type"},
+        {"method": "InitPlugin"},
+    ]));
+    let m = |i: usize| &replies[i]["measurement"];
+    assert_eq!(m(0)["phase"], "Successful", "{}", replies[0]);
+    assert!(m(0)["message"]
+        .as_str()
+        .unwrap()
+        .contains("requests seen, 300 needed"));
+    assert_eq!(m(0)["metadata"]["kind"], "query");
+    assert!(m(0)["finishedAt"].is_string() && m(0)["resumeAt"].is_null());
+    assert_eq!(m(1)["phase"], "Failed", "{}", replies[1]);
+    let bad: Vec<f64> = serde_json::from_str(m(1)["value"].as_str().unwrap()).unwrap();
+    assert!((bad[0] - 0.05).abs() < 0.001, "{bad:?}");
+    assert_eq!(m(2)["phase"], "Running", "{}", replies[2]);
+    assert!(
+        m(2)["finishedAt"].is_null() && m(2)["resumeAt"].is_string(),
+        "{}",
+        replies[2]
+    );
+    assert_eq!(m(3)["phase"], "Error");
+    assert!(
+        m(3)["message"]
+            .as_str()
+            .unwrap()
+            .contains("noData: is required"),
+        "{}",
+        replies[3]
+    );
+    assert_eq!(m(4)["phase"], "Error");
+    assert!(
+        m(4)["message"]
+            .as_str()
+            .unwrap()
+            .contains("cannot reach Prometheus"),
+        "{}",
+        replies[4]
+    );
+    assert_eq!(m(5)["phase"], "Error");
+    assert!(
+        m(5)["message"].as_str().unwrap().contains("not valid JSON"),
+        "{}",
+        replies[5]
+    );
+    assert_eq!(replies[6]["metadata"]["minRequests.count"], "300");
+    assert_eq!(replies[6]["metadata"]["kind"], "query");
+    assert_eq!(replies[7]["error"], "");
+    assert_eq!(replies[8]["type"], "RPCPlugin");
+    assert_eq!(replies[9]["error"], "");
+}
+
+#[test]
+fn resume_and_terminate_of_a_waiting_measurement() {
+    let metric = json!({"name": "low", "interval": "1m", "successCondition": "result[0] < 0.01",
+        "spec": spec(&LOWTRAFFIC.ratio_query("5m"), guard(&LOWTRAFFIC, "wait"))});
+    let started = (chrono::Utc::now() - chrono::Duration::seconds(120)).to_rfc3339();
+    let due = (chrono::Utc::now() - chrono::Duration::seconds(1)).to_rfc3339();
+    let later = (chrono::Utc::now() + chrono::Duration::seconds(20)).to_rfc3339();
+    let waiting = |resume: &str| {
+        json!({"phase": "Running", "message": "waiting", "startedAt": started,
+        "finishedAt": null, "value": "", "metadata": {}, "resumeAt": resume})
+    };
+    let replies = calls(json!([
+        {"method": "Resume", "metric": metric, "measurement": waiting(&later)},
+        {"method": "Resume", "metric": metric, "measurement": waiting(&due)},
+        {"method": "Terminate", "metric": metric, "measurement": waiting(&later)},
+    ]));
+    let m = |i: usize| &replies[i]["measurement"];
+    // Not yet due: returned unchanged, still in flight.
+    assert_eq!(m(0)["phase"], "Running", "{}", replies[0]);
+    assert!(m(0)["finishedAt"].is_null());
+    // Due, and the wait began two minutes ago (beyond the 1m interval): it gives up.
+    assert_eq!(m(1)["phase"], "Inconclusive", "{}", replies[1]);
+    assert!(
+        m(1)["message"].as_str().unwrap().contains("after waiting"),
+        "{}",
+        replies[1]
+    );
+    assert!(m(1)["finishedAt"].is_string());
+    assert_eq!(m(2)["phase"], "Inconclusive", "{}", replies[2]);
+    assert!(
+        m(2)["message"].as_str().unwrap().starts_with("terminated"),
+        "{}",
+        replies[2]
+    );
+    assert!(m(2)["finishedAt"].is_string());
+}
+
+#[test]
+fn the_release_binary_is_static() {
+    let bytes = std::fs::read(PLUGIN).unwrap();
+    // An ELF with a PT_INTERP segment needs a dynamic loader, which distroless/static lacks.
+    let interp = b"/lib64/ld-linux-x86-64.so";
+    assert!(
+        !bytes.windows(interp.len()).any(|w| w == interp),
+        "{PLUGIN} asks for a dynamic loader"
+    );
+    assert_eq!(&bytes[..4], b"\x7fELF");
+}
