@@ -27,7 +27,9 @@ fn a_complete_query_spec_parses() {
         spec.prometheus.headers,
         vec![("X-Scope-OrgID".to_string(), "team-a".to_string())]
     );
-    let MetricKind::Query(q) = &spec.kind;
+    let MetricKind::Query(q) = &spec.kind else {
+        panic!("query kind")
+    };
     let guard = q.min_requests.as_ref().unwrap();
     assert_eq!(guard.count, 300.0);
     assert_eq!(guard.on_insufficient, OnInsufficient::Wait);
@@ -183,7 +185,9 @@ fn templates_resolve_args_and_providers() {
     let Provider::Rollgate(spec) = &metrics[0].provider else {
         panic!("rollgate provider")
     };
-    let MetricKind::Query(q) = &spec.kind;
+    let MetricKind::Query(q) = &spec.kind else {
+        panic!("query kind")
+    };
     assert_eq!(q.query, r#"sum(rate(x{svc="payments"}[5m]))"#);
     let Provider::Prometheus { config, query } = &metrics[1].provider else {
         panic!("prometheus provider")

@@ -4,6 +4,8 @@
 //! [`Metric`] and calls [`Engine::measure`]; the rules — the request guard, the no-data policy,
 //! Argo's condition semantics, the phase — are decided in this module and its children only.
 
+mod compare;
+mod fleet;
 mod guard;
 mod no_data;
 mod query;
@@ -97,6 +99,14 @@ impl Engine {
                             self.measure_query(metric, q, spec.no_data, &config, opts, started_at)
                                 .await
                         }
+                        MetricKind::Compare(c) => {
+                            self.measure_compare(metric, c, spec.no_data, &config, opts, started_at)
+                                .await
+                        }
+                        MetricKind::Fleet(f) => {
+                            self.measure_fleet(metric, f, spec.no_data, &config, opts, started_at)
+                                .await
+                        }
                     };
                     out.metadata.insert("kind".into(), spec.kind.name().into());
                     out
@@ -171,6 +181,8 @@ impl Engine {
                             meta.insert("minRequests.count".into(), result::format_count(g.count));
                         }
                     }
+                    MetricKind::Compare(c) => compare::describe(c, &mut meta),
+                    MetricKind::Fleet(f) => fleet::describe(f, &mut meta),
                 }
                 meta.insert("noData".into(), spec.no_data.as_str().into());
             }

@@ -3,7 +3,9 @@
 use serde_json::Value;
 use std::path::PathBuf;
 
+use super::compare::CompareSpec;
 use super::error::SpecError;
+use super::fleet::FleetSpec;
 use super::promql::check_promql;
 use super::reader::{invalid, ObjectReader};
 use crate::prometheus::{BasicAuth, PrometheusConfig};
@@ -24,6 +26,10 @@ pub struct MetricSpec {
 pub enum MetricKind {
     /// One PromQL query judged by Argo's conditions, behind an optional request guard.
     Query(QuerySpec),
+    /// Canary versus stable, side by side (SPEC.md 2.1).
+    Compare(CompareSpec),
+    /// The fleet-inventory gate (SPEC.md 2.2).
+    Fleet(FleetSpec),
 }
 
 impl MetricKind {
@@ -31,6 +37,8 @@ impl MetricKind {
     pub fn name(&self) -> &'static str {
         match self {
             MetricKind::Query(_) => "query",
+            MetricKind::Compare(_) => "compare",
+            MetricKind::Fleet(_) => "fleet",
         }
     }
 }
@@ -129,12 +137,16 @@ impl MetricSpec {
             .collect();
         let kind = match present.as_slice() {
             ["query"] => MetricKind::Query(read_query(&mut obj)?),
-            ["compare"] | ["fleet"] => return Err(SpecError::Conflict {
-                path: obj.path_of(present[0]),
-                message:
-                    "this metric kind is not available in this build of rollgate yet; use `query`"
-                        .into(),
-            }),
+            ["compare"] => {
+                let path = obj.path_of("compare");
+                let value = obj.get("compare").unwrap_or(&Value::Null);
+                MetricKind::Compare(CompareSpec::from_value(value, &path)?)
+            }
+            ["fleet"] => {
+                let path = obj.path_of("fleet");
+                let value = obj.get("fleet").unwrap_or(&Value::Null);
+                MetricKind::Fleet(FleetSpec::from_value(value, &path)?)
+            }
             [] => {
                 return Err(SpecError::Missing {
                     path: obj.path_of("query"),

@@ -4,15 +4,19 @@
 //! [`Metric`] here, so the engine only ever sees validated input.
 
 mod args;
+mod compare;
 pub mod duration;
 mod error;
+mod fleet;
 mod metric;
 mod promql;
-mod reader;
+pub mod reader;
 mod template;
 
 pub use args::{substitute, substitute_str, ArgValues};
+pub use compare::{CompareForm, CompareSpec, Direction, RatioQueries};
 pub use error::SpecError;
+pub use fleet::FleetSpec;
 pub use metric::{
     check_address, Guard, MetricKind, MetricSpec, NoDataPolicy, OnInsufficient, QuerySpec,
 };

@@ -1,0 +1,188 @@
+//! The `compare` kind (SPEC.md 2.1): canary versus stable, side by side.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::error::SpecError;
+use super::metric::OnInsufficient;
+use super::promql::check_promql;
+use super::reader::{invalid, ObjectReader};
+
+/// A validated `compare:` block.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompareSpec {
+    pub form: CompareForm,
+    /// Relative tolerance: the canary may be this much (0.2 = 20 %) worse than stable.
+    pub max_increase: f64,
+    /// How sure a Failed verdict must be, over the whole run of repeated checks.
+    pub confidence: f64,
+    /// What too little data (below `minRequests`/`minSamples`) becomes.
+    pub on_insufficient: OnInsufficient,
+}
+
+/// The two forms of comparison.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CompareForm {
+    /// Counts of bad and of all events per side, over the same window.
+    Ratio {
+        canary: RatioQueries,
+        stable: RatioQueries,
+        /// Absolute tolerance on the rate; the larger of the two tolerances applies.
+        margin: f64,
+        /// Requests needed on each side before the comparison is trusted.
+        min_requests: u64,
+    },
+    /// Samples per side from range queries (e.g. p99 latency per step).
+    Distribution {
+        canary: String,
+        stable: String,
+        window: Duration,
+        step: Duration,
+        direction: Direction,
+        min_samples: usize,
+    },
+}
+
+/// The two count queries of one side in the ratio form.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RatioQueries {
+    pub bad: String,
+    pub total: String,
+}
+
+/// Which way a change of the distribution is bad.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    Increase,
+    Decrease,
+    Either,
+}
+
+/// Requests per side needed by default before a ratio comparison is trusted.
+pub const DEFAULT_MIN_REQUESTS: u64 = 100;
+/// Samples per side needed by default for the distribution form.
+pub const DEFAULT_MIN_SAMPLES: u64 = 10;
+
+impl CompareSpec {
+    /// Reads and validates a `compare:` block at `path`.
+    pub fn from_value(value: &Value, path: &str) -> Result<CompareSpec, SpecError> {
+        let mut c = ObjectReader::new(path, value)?;
+        let canary = c.get("canary").ok_or_else(|| SpecError::Missing {
+            path: c.path_of("canary"),
+            hint: "{bad, total} count queries (ratio form) or one query (distribution form)".into(),
+        })?;
+        let distribution = canary.is_string();
+        let max_increase = c
+            .number("maxIncrease", 0.0, f64::MAX)?
+            .unwrap_or(if distribution { 0.1 } else { 0.2 });
+        let confidence = match c.number("confidence", 0.5, 0.9999)? {
+            Some(v) => v,
+            None => 0.95,
+        };
+        let on_insufficient = read_on_insufficient(&mut c)?;
+        let form = if distribution {
+            let canary = side_query(&mut c, "canary")?;
+            let stable = side_query(&mut c, "stable")?;
+            let window = c.duration("window")?.unwrap_or(Duration::from_secs(1800));
+            let step = c.duration("step")?.unwrap_or(Duration::from_secs(60));
+            if step.is_zero() || step > window {
+                return Err(SpecError::Invalid {
+                    path: c.path_of("step"),
+                    expected: "a duration above zero and at most `window`".into(),
+                    got: super::duration::format_duration(step),
+                });
+            }
+            let direction = match c.string("direction")?.as_deref() {
+                None | Some("increase") => Direction::Increase,
+                Some("decrease") => Direction::Decrease,
+                Some("either") => Direction::Either,
+                Some(other) => {
+                    return Err(invalid(
+                        &c.path_of("direction"),
+                        "one of increase, decrease, either",
+                        &Value::String(other.into()),
+                    ))
+                }
+            };
+            let min_samples = c
+                .integer("minSamples", 1, 1_000_000)?
+                .unwrap_or(DEFAULT_MIN_SAMPLES);
+            CompareForm::Distribution {
+                canary,
+                stable,
+                window,
+                step,
+                direction,
+                min_samples: min_samples as usize,
+            }
+        } else {
+            let canary = ratio_side(&mut c, "canary")?;
+            let stable = ratio_side(&mut c, "stable")?;
+            let margin = c.number("margin", 0.0, 1.0)?.unwrap_or(0.0);
+            let min_requests = c
+                .integer("minRequests", 0, u64::MAX)?
+                .unwrap_or(DEFAULT_MIN_REQUESTS);
+            CompareForm::Ratio {
+                canary,
+                stable,
+                margin,
+                min_requests,
+            }
+        };
+        c.finish()?;
+        Ok(CompareSpec {
+            form,
+            max_increase,
+            confidence,
+            on_insufficient,
+        })
+    }
+}
+
+fn side_query(c: &mut ObjectReader<'_>, key: &'static str) -> Result<String, SpecError> {
+    let path = c.path_of(key);
+    match c.get(key) {
+        Some(Value::String(q)) => {
+            check_promql(&path, q)?;
+            Ok(q.clone())
+        }
+        Some(other) => Err(invalid(
+            &path,
+            "a PromQL query (as the canary side is)",
+            other,
+        )),
+        None => Err(SpecError::Missing {
+            path,
+            hint: "the query for this side".into(),
+        }),
+    }
+}
+
+fn ratio_side(c: &mut ObjectReader<'_>, key: &'static str) -> Result<RatioQueries, SpecError> {
+    let mut side = c.object(key)?.ok_or_else(|| SpecError::Missing {
+        path: c.path_of(key),
+        hint: "{bad, total} count queries".into(),
+    })?;
+    let bad = side.required_string("bad", "a query counting bad events over the window")?;
+    check_promql(&side.path_of("bad"), &bad)?;
+    let total = side.required_string("total", "a query counting all events over the window")?;
+    check_promql(&side.path_of("total"), &total)?;
+    side.finish()?;
+    Ok(RatioQueries { bad, total })
+}
+
+fn read_on_insufficient(c: &mut ObjectReader<'_>) -> Result<OnInsufficient, SpecError> {
+    let path = c.path_of("onInsufficient");
+    match c.string("onInsufficient")?.as_deref() {
+        None | Some("inconclusive") => Ok(OnInsufficient::Inconclusive),
+        Some("wait") => Ok(OnInsufficient::Wait),
+        Some("fail") => Ok(OnInsufficient::Fail),
+        Some("pass") => Ok(OnInsufficient::Pass),
+        Some(other) => Err(invalid(
+            &path,
+            "one of inconclusive, wait, fail, pass",
+            &Value::String(other.into()),
+        )),
+    }
+}
