@@ -14,3 +14,4 @@ pub mod measurement;
 pub mod plugin;
 pub mod prometheus;
 pub mod spec;
+pub mod stats;

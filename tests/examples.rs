@@ -12,43 +12,17 @@ use serde_json::Value;
 const BIN: &str = env!("CARGO_BIN_EXE_rollgate");
 
 /// (template, replay, args, expected exit code, expected overall phase)
+#[rustfmt::skip]
 const CASES: &[(&str, &str, &[&str], i32, &str)] = &[
-    (
-        "error-rate.yaml",
-        "error-rate.replay.json",
-        &[],
-        0,
-        "Successful",
-    ),
-    (
-        "error-rate.yaml",
-        "error-rate.replay.json",
-        &["service=bad"],
-        1,
-        "Failed",
-    ),
-    (
-        "error-rate.yaml",
-        "error-rate.replay.json",
-        &["service=lowtraffic"],
-        2,
-        "Inconclusive",
-    ),
+    ("error-rate.yaml", "error-rate.replay.json", &[], 0, "Successful"),
+    ("error-rate.yaml", "error-rate.replay.json", &["service=bad"], 1, "Failed"),
+    ("error-rate.yaml", "error-rate.replay.json", &["service=lowtraffic"], 2, "Inconclusive"),
     // The built-in provider fails 0/0 as a condition failure; rollgate calls it too little traffic.
-    (
-        "error-rate.yaml",
-        "error-rate.replay.json",
-        &["service=idle"],
-        1,
-        "Failed",
-    ),
-    (
-        "latency-p99.yaml",
-        "latency-p99.replay.json",
-        &[],
-        1,
-        "Failed",
-    ),
+    ("error-rate.yaml", "error-rate.replay.json", &["service=idle"], 1, "Failed"),
+    ("latency-p99.yaml", "latency-p99.replay.json", &[], 1, "Failed"),
+    ("canary-vs-stable.yaml", "canary-vs-stable.replay.json", &[], 0, "Successful"),
+    ("canary-vs-stable.yaml", "canary-vs-stable.replay.json", &["service=cmp-bad"], 1, "Failed"),
+    ("canary-vs-stable.yaml", "canary-vs-stable.replay.json", &["service=cmp-low"], 2, "Inconclusive"),
 ];
 
 fn examples() -> PathBuf {

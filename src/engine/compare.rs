@@ -1,28 +1,349 @@
-//! The `compare` kind: canary versus stable, judged by the statistics in [`crate::stats`].
+//! The `compare` kind: canary versus stable over the same window, judged by the statistics in
+//! [`crate::stats`]. The queries, the no-data and too-little-data rules are decided here; the
+//! tests and the error spending over repeated checks are the statistics module's.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use crate::prometheus::PrometheusConfig;
-use crate::spec::{CompareSpec, Metric, NoDataPolicy};
+use crate::condition::{evaluate_result, Value};
+use crate::measurement::Phase;
+use crate::prometheus::{
+    PrometheusConfig, PrometheusError, QueryData, QueryRequest, QueryResponse,
+};
+use crate::spec::{CompareForm, CompareSpec, Metric, NoDataPolicy, RatioQueries};
+use crate::stats::{self, DistOptions, Look, RatioInput, RatioOptions, Verdict};
 
-use super::{Engine, EvalOptions, Outcome};
+use super::no_data::{self, NoData};
+use super::result::{format_count, numbers};
+use super::{insufficient, Engine, EvalOptions, Outcome};
 
 impl Engine {
     /// Measures a `compare` metric.
     pub(super) async fn measure_compare(
         &self,
-        _metric: &Metric,
-        _spec: &CompareSpec,
-        _no_data: NoDataPolicy,
-        _config: &PrometheusConfig,
-        _opts: &EvalOptions,
-        _started_at: DateTime<Utc>,
+        metric: &Metric,
+        spec: &CompareSpec,
+        no_data: NoDataPolicy,
+        config: &PrometheusConfig,
+        opts: &EvalOptions,
+        started_at: DateTime<Utc>,
     ) -> Outcome {
-        Outcome::new().error("the compare kind is not available in this build yet".into())
+        let mut out = Outcome::new();
+        describe(spec, &mut out.metadata);
+        let look = look(metric, opts, started_at);
+        out.metadata.insert("check".into(), look_text(look));
+        match &spec.form {
+            CompareForm::Ratio {
+                canary,
+                stable,
+                margin,
+                min_requests,
+            } => {
+                let counts = self.ratio_counts(config, canary, stable, opts).await;
+                let [cb, ct, sb, st] = match counts {
+                    Err((what, e)) => return out.error(format!("compare.{what} failed: {e}")),
+                    Ok((c, warnings)) => {
+                        out.warnings.extend(warnings);
+                        c
+                    }
+                };
+                for (what, query, reading) in [
+                    ("compare.canary.total", &canary.total, &ct),
+                    ("compare.stable.total", &stable.total, &st),
+                ] {
+                    if let Err(why) = reading {
+                        let (phase, message) = no_data::verdict(no_data, what, query, why);
+                        out.metadata
+                            .insert("noData".into(), format!("{what} {}", why.describe()));
+                        return out.finish(phase, message);
+                    }
+                }
+                let (ct, st) = (ct.unwrap_or(0.0), st.unwrap_or(0.0));
+                // A bad-event counter with no series while the side has traffic means no bad events
+                // happened (many exporters create the 5xx series only on the first 5xx); NaN is no data.
+                let mut bad = [0.0; 2];
+                for (i, (what, query, reading)) in [
+                    ("compare.canary.bad", &canary.bad, &cb),
+                    ("compare.stable.bad", &stable.bad, &sb),
+                ]
+                .into_iter()
+                .enumerate()
+                {
+                    match reading {
+                        Ok(v) => bad[i] = *v,
+                        Err(NoData::Empty) => {
+                            out.metadata
+                                .insert(format!("{what}.empty"), "no series: counted as 0".into());
+                        }
+                        Err(why) => {
+                            let (phase, message) = no_data::verdict(no_data, what, query, why);
+                            return out.finish(phase, message);
+                        }
+                    }
+                }
+                let input = RatioInput {
+                    canary_bad: count(bad[0]).min(count(ct)),
+                    canary_total: count(ct),
+                    stable_bad: count(bad[1]).min(count(st)),
+                    stable_total: count(st),
+                };
+                let fewest = input.canary_total.min(input.stable_total);
+                if fewest < *min_requests {
+                    let why = format!(
+                        "{} canary and {} stable requests seen, {} needed on each side",
+                        format_count(input.canary_total as f64),
+                        format_count(input.stable_total as f64),
+                        format_count(*min_requests as f64)
+                    );
+                    return insufficient(out, spec.on_insufficient, &why, metric, opts, started_at);
+                }
+                let options = RatioOptions {
+                    max_increase: spec.max_increase,
+                    margin: *margin,
+                    confidence: spec.confidence,
+                    min_requests: 0,
+                    look,
+                };
+                match stats::compare_ratio(&input, &options) {
+                    Err(e) => out.error(format!("compare: {e}")),
+                    Ok(o) => judge(out, metric, o.verdict, &o, o.message("error rate")),
+                }
+            }
+            CompareForm::Distribution {
+                canary,
+                stable,
+                window,
+                step,
+                direction,
+                min_samples,
+            } => {
+                let end = opts.at.unwrap_or(started_at);
+                let (c, s) = futures::join!(
+                    self.samples(config, canary, end, *window, *step, opts),
+                    self.samples(config, stable, end, *window, *step, opts),
+                );
+                let mut sides = Vec::with_capacity(2);
+                for (what, query, result) in
+                    [("compare.canary", canary, c), ("compare.stable", stable, s)]
+                {
+                    match result {
+                        Err(e) => return out.error(format!("{what} failed: {e}")),
+                        Ok((data, warnings)) => {
+                            out.warnings.extend(warnings);
+                            let values = numbers(&data);
+                            if values.is_empty() {
+                                let (phase, message) =
+                                    no_data::verdict(no_data, what, query, &NoData::Empty);
+                                return out.finish(phase, message);
+                            }
+                            sides.push(values);
+                        }
+                    }
+                }
+                let usable = |v: &[f64]| v.iter().filter(|x| !x.is_nan()).count();
+                let (cn, sn) = (usable(&sides[0]), usable(&sides[1]));
+                if cn.min(sn) < *min_samples {
+                    let why = format!("{cn} canary and {sn} stable samples (NaN removed), {min_samples} needed on each side");
+                    return insufficient(out, spec.on_insufficient, &why, metric, opts, started_at);
+                }
+                let options = DistOptions {
+                    direction: *direction,
+                    max_increase: spec.max_increase,
+                    confidence: spec.confidence,
+                    min_samples: *min_samples,
+                    look,
+                };
+                let (c, s) = (std::mem::take(&mut sides[0]), std::mem::take(&mut sides[1]));
+                // Large samples sort and select on threads: keep them off the async workers.
+                let result = tokio::task::spawn_blocking(move || {
+                    stats::compare_distributions(&c, &s, &options)
+                })
+                .await;
+                match result {
+                    Err(e) => out.error(format!("compare: the statistics task failed: {e}")),
+                    Ok(Err(e)) => out.error(format!("compare: {e}")),
+                    Ok(Ok(o)) => judge(out, metric, o.verdict, &o, o.message("value")),
+                }
+            }
+        }
+    }
+
+    /// The four counts of the ratio form, queried concurrently, and the servers' warnings.
+    /// `Err` names the failed query.
+    async fn ratio_counts(
+        &self,
+        config: &PrometheusConfig,
+        canary: &RatioQueries,
+        stable: &RatioQueries,
+        opts: &EvalOptions,
+    ) -> Result<([Result<f64, NoData>; 4], Vec<String>), (&'static str, PrometheusError)> {
+        let one = |q: &str| {
+            let request = QueryRequest::Instant {
+                query: q.to_string(),
+                time: opts.at,
+            };
+            async move { self.backend.query(config, &request, opts.deadline).await }
+        };
+        let (cb, ct, sb, st) = futures::join!(
+            one(&canary.bad),
+            one(&canary.total),
+            one(&stable.bad),
+            one(&stable.total)
+        );
+        let mut warnings = Vec::new();
+        let mut read = |what: &'static str, r: Result<QueryResponse, PrometheusError>| {
+            let resp = r.map_err(|e| (what, e))?;
+            warnings.extend(resp.warnings);
+            Ok(single_number(&resp.data))
+        };
+        let counts = [
+            read("canary.bad", cb)?,
+            read("canary.total", ct)?,
+            read("stable.bad", sb)?,
+            read("stable.total", st)?,
+        ];
+        Ok((counts, warnings))
+    }
+
+    /// The samples of one side: a range query over `window` ending at `end`.
+    async fn samples(
+        &self,
+        config: &PrometheusConfig,
+        query: &str,
+        end: DateTime<Utc>,
+        window: Duration,
+        step: Duration,
+        opts: &EvalOptions,
+    ) -> Result<(QueryData, Vec<String>), PrometheusError> {
+        let start = end - chrono::Duration::from_std(window).unwrap_or(chrono::Duration::zero());
+        let request = QueryRequest::Range {
+            query: query.to_string(),
+            start,
+            end,
+            step,
+        };
+        let response = self.backend.query(config, &request, opts.deadline).await?;
+        Ok((response.data, response.warnings))
+    }
+}
+
+/// A count query's one number; several series are summed (each side's counts are totals).
+fn single_number(data: &QueryData) -> Result<f64, NoData> {
+    if let Some(why) = no_data::detect(data) {
+        return Err(why);
+    }
+    Ok(numbers(data).iter().sum())
+}
+
+fn count(v: f64) -> u64 {
+    if v.is_finite() && v > 0.0 {
+        v.round() as u64
+    } else {
+        0
+    }
+}
+
+/// Maps the statistical verdict to a phase, unless Argo's conditions (evaluated on the JSON value)
+/// are given: then they decide, as in SPEC.md 2.1.
+fn judge<T: serde::Serialize>(
+    mut out: Outcome,
+    metric: &Metric,
+    verdict: Verdict,
+    outcome: &T,
+    message: String,
+) -> Outcome {
+    let json = match serde_json::to_value(outcome) {
+        Ok(v) => v,
+        Err(e) => return out.error(format!("compare: cannot encode the result: {e}")),
+    };
+    out.value = json.to_string();
+    let built_in = match verdict {
+        Verdict::Worse => Phase::Failed,
+        Verdict::NotWorse => Phase::Successful,
+        Verdict::Undecided => Phase::Inconclusive,
+    };
+    out.metadata
+        .insert("verdict".into(), built_in.as_str().into());
+    if metric.success_condition.is_none() && metric.failure_condition.is_none() {
+        return out.finish(built_in, message);
+    }
+    let result = Value::from(&json);
+    match evaluate_result(
+        &result,
+        metric.success_condition.as_ref(),
+        metric.failure_condition.as_ref(),
+    ) {
+        Ok(phase) => out.finish(
+            phase,
+            format!("{message}; the metric's conditions make this {phase}"),
+        ),
+        Err(failure) => out.error(failure.to_string()),
+    }
+}
+
+/// Which check of its run this measurement is, for the error spending of repeated checks.
+/// Without a run (a dry run, a webhook) it is a single check.
+fn look(metric: &Metric, opts: &EvalOptions, now: DateTime<Utc>) -> Look {
+    let planned = metric.count.filter(|c| *c > 0);
+    let (Some(start), Some(interval)) = (
+        opts.run_started_at,
+        metric.interval.filter(|i| !i.is_zero()),
+    ) else {
+        return Look::single();
+    };
+    let delay =
+        chrono::Duration::from_std(metric.initial_delay.unwrap_or_default()).unwrap_or_default();
+    let elapsed = (now - start - delay).to_std().unwrap_or_default();
+    let index = u32::try_from(elapsed.as_millis() / interval.as_millis().max(1))
+        .unwrap_or(u32::MAX)
+        .saturating_add(1);
+    match planned {
+        Some(n) => Look::of(index.min(n), n),
+        None => Look::open_ended(index),
+    }
+}
+
+fn look_text(look: Look) -> String {
+    match look.planned {
+        Some(n) => format!("{} of {n}", look.index),
+        None => format!("{} (open-ended run)", look.index),
     }
 }
 
 /// The queries a compare metric will send.
-pub(super) fn describe(_spec: &CompareSpec, _meta: &mut BTreeMap<String, String>) {}
+pub(super) fn describe(spec: &CompareSpec, meta: &mut BTreeMap<String, String>) {
+    match &spec.form {
+        CompareForm::Ratio {
+            canary,
+            stable,
+            min_requests,
+            ..
+        } => {
+            meta.insert("compare.canary.bad".into(), canary.bad.clone());
+            meta.insert("compare.canary.total".into(), canary.total.clone());
+            meta.insert("compare.stable.bad".into(), stable.bad.clone());
+            meta.insert("compare.stable.total".into(), stable.total.clone());
+            meta.insert("compare.minRequests".into(), min_requests.to_string());
+        }
+        CompareForm::Distribution {
+            canary,
+            stable,
+            window,
+            step,
+            ..
+        } => {
+            meta.insert("compare.canary".into(), canary.clone());
+            meta.insert("compare.stable".into(), stable.clone());
+            meta.insert(
+                "compare.window".into(),
+                format!(
+                    "{} at {}",
+                    crate::spec::duration::format_duration(*window),
+                    crate::spec::duration::format_duration(*step)
+                ),
+            );
+        }
+    }
+}

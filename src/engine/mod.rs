@@ -19,7 +19,7 @@ use chrono::{DateTime, Utc};
 
 use crate::measurement::{Measurement, Phase};
 use crate::prometheus::{Backend, PrometheusConfig, QueryRequest, QueryResponse};
-use crate::spec::{Metric, MetricKind, Provider};
+use crate::spec::{Metric, MetricKind, OnInsufficient, Provider};
 
 pub use no_data::NoData;
 pub use wait::{DEFAULT_WAIT_BOUND, WAIT_RETRY};
@@ -57,6 +57,9 @@ pub struct EvalOptions {
     pub deadline: Option<tokio::time::Instant>,
     /// For a measurement resumed while waiting for traffic: when the wait began.
     pub waiting_since: Option<DateTime<Utc>>,
+    /// When the analysis run began measuring, if known (the Argo plugin knows it): places a
+    /// repeated check within its run, so the error budget is spent across the run.
+    pub run_started_at: Option<DateTime<Utc>>,
 }
 
 impl EvalOptions {
@@ -239,6 +242,42 @@ impl Engine {
                 query::judge(out, metric, &response, "")
             }
         }
+    }
+}
+
+/// Too little data to judge (below `minRequests` / `minSamples`): the spec's `onInsufficient`
+/// decides, and `wait` asks Argo to come back within the metric's interval. `why` says what was
+/// seen and what was needed.
+fn insufficient(
+    out: Outcome,
+    on: OnInsufficient,
+    why: &str,
+    metric: &Metric,
+    opts: &EvalOptions,
+    now: DateTime<Utc>,
+) -> Outcome {
+    let fixed = |phase: Phase| {
+        format!(
+            "too little traffic: {why}; onInsufficient: {} makes this {phase}",
+            on.as_str()
+        )
+    };
+    match on {
+        OnInsufficient::Inconclusive => out.finish(Phase::Inconclusive, fixed(Phase::Inconclusive)),
+        OnInsufficient::Fail => out.finish(Phase::Failed, fixed(Phase::Failed)),
+        OnInsufficient::Pass => out.finish(Phase::Successful, fixed(Phase::Successful)),
+        OnInsufficient::Wait => match wait::decide(metric.interval, opts.waiting_since, now) {
+            wait::WaitDecision::WaitUntil(resume_at) => {
+                let mut out = out;
+                out.resume_at = Some(resume_at);
+                let when = resume_at.format("%H:%M:%S UTC");
+                out.finish(Phase::Running, format!("waiting for traffic: {why}; asking again at {when}"))
+            }
+            wait::WaitDecision::GiveUp(waited) => out.finish(
+                Phase::Inconclusive,
+                format!("too little traffic after waiting {waited}: {why}; the wait is bounded by the metric's interval"),
+            ),
+        },
     }
 }
 

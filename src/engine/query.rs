@@ -5,13 +5,12 @@ use chrono::{DateTime, Utc};
 use crate::condition::evaluate_result;
 use crate::measurement::Phase;
 use crate::prometheus::{PrometheusConfig, QueryRequest, QueryResponse};
-use crate::spec::{Metric, NoDataPolicy, OnInsufficient, QuerySpec};
+use crate::spec::{Metric, NoDataPolicy, QuerySpec};
 
 use super::guard::{self, GuardReading};
 use super::no_data::{self, abbreviate};
 use super::result::{argo_value_string, condition_value, format_count};
-use super::wait::{self, WaitDecision};
-use super::{Engine, EvalOptions, Outcome};
+use super::{insufficient, Engine, EvalOptions, Outcome};
 
 impl Engine {
     /// Measures a `query` metric.
@@ -60,30 +59,7 @@ impl Engine {
                     out.metadata
                         .insert("minRequests.seen".into(), format_count(seen));
                     let why = guard::seen_vs_needed(seen, g.count);
-                    let fixed = |phase: Phase| {
-                        format!(
-                            "too little traffic: {why}; onInsufficient: {} makes this {phase}",
-                            g.on_insufficient.as_str()
-                        )
-                    };
-                    return match g.on_insufficient {
-                        OnInsufficient::Inconclusive => out.finish(Phase::Inconclusive, fixed(Phase::Inconclusive)),
-                        OnInsufficient::Fail => out.finish(Phase::Failed, fixed(Phase::Failed)),
-                        OnInsufficient::Pass => out.finish(Phase::Successful, fixed(Phase::Successful)),
-                        OnInsufficient::Wait => match wait::decide(metric.interval, opts.waiting_since, started_at) {
-                            WaitDecision::WaitUntil(resume_at) => {
-                                out.resume_at = Some(resume_at);
-                                out.finish(
-                                    Phase::Running,
-                                    format!("waiting for traffic: {why}; asking again at {}", resume_at.format("%H:%M:%S UTC")),
-                                )
-                            }
-                            WaitDecision::GiveUp(waited) => out.finish(
-                                Phase::Inconclusive,
-                                format!("too little traffic after waiting {waited}: {why}; the wait is bounded by the metric's interval"),
-                            ),
-                        },
-                    };
+                    return insufficient(out, g.on_insufficient, &why, metric, opts, started_at);
                 }
             }
         }

@@ -8,7 +8,7 @@ use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use futures::FutureExt;
 
 use super::gob::{
@@ -26,6 +26,8 @@ pub struct AnalysisRunRef {
     pub name: String,
     pub namespace: String,
     pub uid: String,
+    /// `status.startedAt`: when the run began measuring (for the position of a repeated check).
+    pub started_at: Option<DateTime<Utc>>,
 }
 
 /// Kubernetes' `intstr.IntOrString`.
@@ -123,9 +125,17 @@ gob_struct! {
 }
 
 gob_struct! {
-    /// `v1alpha1.AnalysisRun`, reduced to its embedded ObjectMeta.
+    /// `v1alpha1.AnalysisRunStatus`, reduced.
+    struct AnalysisRunStatusWire {
+        started_at: Option<GoTime> = "StartedAt",
+    }
+}
+
+gob_struct! {
+    /// `v1alpha1.AnalysisRun`, reduced to its embedded ObjectMeta and start time.
     struct AnalysisRunWire {
         meta: ObjectMetaWire = "ObjectMeta",
+        status: AnalysisRunStatusWire = "Status",
     }
 }
 
@@ -251,11 +261,12 @@ impl From<MetricWire> for ArgoMetric {
 }
 
 fn run_ref(w: Option<AnalysisRunWire>) -> AnalysisRunRef {
-    let m = w.unwrap_or_default().meta;
+    let w = w.unwrap_or_default();
     AnalysisRunRef {
-        name: m.name,
-        namespace: m.namespace,
-        uid: m.uid,
+        name: w.meta.name,
+        namespace: w.meta.namespace,
+        uid: w.meta.uid,
+        started_at: w.status.started_at.map(|t| t.0),
     }
 }
 

@@ -1,6 +1,6 @@
 //! Tests against gob streams produced by Go's own encoding/gob and net/rpc (written by
-//! gogen/src/gogen, see tests/fixtures), and a fixture of rollgate's replies that gogen
-//! verifies with Go's decoder.
+//! tests/gohost/cmd/gobfixtures, see tests/gohost/README.md), and a fixture of rollgate's
+//! replies that `gobfixtures verify-replies` checks with Go's decoder.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -286,7 +286,7 @@ fn t(s: i64, n: u32) -> DateTime<Utc> {
     DateTime::from_timestamp(s, n).unwrap()
 }
 
-/// The replies `gogen verify-replies` expects, in order (see rustRepliesExpected there).
+/// The replies `gobfixtures verify-replies` expects, in order (see rustRepliesExpected there).
 fn rust_replies() -> Vec<u8> {
     let mut enc = Encoder::new();
     let mut out = Vec::new();
@@ -348,8 +348,8 @@ fn rust_replies() -> Vec<u8> {
     out
 }
 
-/// rust_replies.bin was checked with `gogen verify-replies` (Go's decoder). Regenerate with
-/// ROLLGATE_UPDATE_FIXTURES=1 and check again with gogen whenever the encoding changes.
+/// rust_replies.bin was checked with `gobfixtures verify-replies` (Go's decoder). Regenerate with
+/// ROLLGATE_UPDATE_FIXTURES=1 and check again with gobfixtures whenever the encoding changes.
 #[test]
 fn encoded_replies_match_the_go_verified_fixture() {
     let bytes = rust_replies();

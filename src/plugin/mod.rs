@@ -8,7 +8,7 @@ use std::time::Duration;
 use chrono::Utc;
 
 use crate::engine::{Engine, EvalOptions};
-use crate::goplugin::{AnalysisRunRef, ArgoMetric, MetricProviderHandler};
+use crate::goplugin::{AnalysisRunRef, ArgoMetric, IntOrString, MetricProviderHandler};
 use crate::measurement::Measurement;
 use crate::spec::duration::parse_duration;
 use crate::spec::{Metric, MetricSpec, SpecError};
@@ -54,21 +54,40 @@ pub fn metric_from_argo(metric: &ArgoMetric) -> Result<Metric, SpecError> {
             message: format!("not valid JSON: {e}"),
         })?;
     let spec = MetricSpec::from_value(&value, &format!("provider.plugin.{key}"))?;
-    let interval = match metric.interval.trim() {
-        "" => None,
-        text => Some(parse_duration(text).map_err(|why| SpecError::Invalid {
-            path: "interval".into(),
-            expected: "a duration like 1m".into(),
-            got: why,
-        })?),
+    let duration = |key: &str, text: &str| match text.trim() {
+        "" => Ok(None),
+        text => parse_duration(text)
+            .map(Some)
+            .map_err(|why| SpecError::Invalid {
+                path: key.into(),
+                expected: "a duration like 1m".into(),
+                got: why,
+            }),
     };
-    Metric::with_spec(
+    let interval = duration("interval", &metric.interval)?;
+    let mut m = Metric::with_spec(
         &metric.name,
         spec,
         &metric.success_condition,
         &metric.failure_condition,
         interval,
-    )
+    )?;
+    m.initial_delay = duration("initialDelay", &metric.initial_delay)?;
+    m.count = match &metric.count {
+        Some(IntOrString::Int(n)) => u32::try_from(*n).ok(),
+        Some(IntOrString::Str(s)) => s.trim().parse().ok(),
+        None => None,
+    };
+    Ok(m)
+}
+
+/// The engine's options for a call about `run`: the time budget, and where the run began (so a
+/// repeated check knows its place in the run).
+fn options(run: &AnalysisRunRef) -> EvalOptions {
+    EvalOptions {
+        run_started_at: run.started_at,
+        ..EvalOptions::with_budget(MEASUREMENT_BUDGET)
+    }
 }
 
 fn invalid_spec(metric: &ArgoMetric, e: &SpecError) -> Measurement {
@@ -86,11 +105,7 @@ impl MetricProviderHandler for RollgatePlugin {
     async fn run(&self, run: AnalysisRunRef, metric: ArgoMetric) -> Measurement {
         tracing::debug!(analysis_run = %run.name, namespace = %run.namespace, metric = %metric.name, "run");
         match metric_from_argo(&metric) {
-            Ok(m) => {
-                self.engine
-                    .measure(&m, &EvalOptions::with_budget(MEASUREMENT_BUDGET))
-                    .await
-            }
+            Ok(m) => self.engine.measure(&m, &options(&run)).await,
             Err(e) => invalid_spec(&metric, &e),
         }
     }
@@ -103,11 +118,7 @@ impl MetricProviderHandler for RollgatePlugin {
     ) -> Measurement {
         tracing::debug!(analysis_run = %run.name, metric = %metric.name, "resume");
         match metric_from_argo(&metric) {
-            Ok(m) => {
-                self.engine
-                    .resume(&m, &previous, &EvalOptions::with_budget(MEASUREMENT_BUDGET))
-                    .await
-            }
+            Ok(m) => self.engine.resume(&m, &previous, &options(&run)).await,
             Err(e) => invalid_spec(&metric, &e),
         }
     }

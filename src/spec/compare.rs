@@ -8,6 +8,7 @@ use super::error::SpecError;
 use super::metric::OnInsufficient;
 use super::promql::check_promql;
 use super::reader::{invalid, ObjectReader};
+pub use crate::stats::Direction;
 
 /// A validated `compare:` block.
 #[derive(Debug, Clone, PartialEq)]
@@ -51,14 +52,6 @@ pub struct RatioQueries {
     pub total: String,
 }
 
-/// Which way a change of the distribution is bad.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Direction {
-    Increase,
-    Decrease,
-    Either,
-}
-
 /// Requests per side needed by default before a ratio comparison is trusted.
 pub const DEFAULT_MIN_REQUESTS: u64 = 100;
 /// Samples per side needed by default for the distribution form.
@@ -76,10 +69,7 @@ impl CompareSpec {
         let max_increase = c
             .number("maxIncrease", 0.0, f64::MAX)?
             .unwrap_or(if distribution { 0.1 } else { 0.2 });
-        let confidence = match c.number("confidence", 0.5, 0.9999)? {
-            Some(v) => v,
-            None => 0.95,
-        };
+        let confidence = c.number("confidence", 0.5, 0.9999)?.unwrap_or(0.95);
         let on_insufficient = read_on_insufficient(&mut c)?;
         let form = if distribution {
             let canary = side_query(&mut c, "canary")?;

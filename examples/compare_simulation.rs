@@ -1,0 +1,203 @@
+//! Prints the simulation tables of `docs/statistics.md`.
+//!
+//! `cargo run --release --example compare_simulation [-- --runs N] [-- --sizes]`
+//!
+//! - Ratio form: 10,000 rollouts per scenario, ten checks each on cumulative counts.
+//! - Distribution form: healthy and shifted latency in a sliding window.
+//! - With `--sizes`: events (or samples) per side needed for 80 % detection, by bisection on the
+//!   simulated detection rate.
+
+use rollgate::stats::{
+    simulate, simulate_latency, standard_scenarios, Direction, DistOptions, LatencyScenario,
+    RatioOptions, Scenario, SimulationRow, StatsError,
+};
+
+fn main() -> Result<(), StatsError> {
+    let args: Vec<String> = std::env::args().collect();
+    let runs = args
+        .iter()
+        .position(|a| a == "--runs")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10_000usize);
+    let seed = 20_240_601u64;
+
+    println!("Ratio form: {runs} rollouts per scenario, 10 checks (1/min), cumulative counts,");
+    println!(
+        "confidence 0.95, maxIncrease 0.2, margin 0.001, minRequests 500, planned count 10.\n"
+    );
+    print_header("events/side by end");
+    for (i, scenario) in standard_scenarios().iter().enumerate() {
+        let row = simulate(scenario, runs, seed + i as u64)?;
+        print_row(&row);
+    }
+
+    println!("\nDistribution form: log-normal samples (log sd 0.5), 10 checks, 5 new samples per");
+    println!("side per check in a sliding 30-sample window, direction increase, maxIncrease 0.1,");
+    println!("confidence 0.95, minSamples 20.\n");
+    print_header("samples/side in window");
+    for (i, scenario) in latency_scenarios().iter().enumerate() {
+        let row = simulate_latency(scenario, runs, seed + 100 + i as u64)?;
+        print_row(&row);
+    }
+
+    if args.iter().any(|a| a == "--sizes") {
+        sample_sizes(seed)?;
+    }
+    Ok(())
+}
+
+fn latency_scenarios() -> Vec<LatencyScenario> {
+    let mut opts = DistOptions::new(Direction::Increase, 0.1, 0.95);
+    opts.min_samples = 20;
+    let make = |name: &str, shift: f64| LatencyScenario {
+        name: name.to_string(),
+        stable_median: 0.2,
+        canary_median: 0.2 * (1.0 + shift),
+        log_sd: 0.5,
+        samples_per_check: 5,
+        window: 30,
+        checks: 10,
+        plan_known: true,
+        options: opts,
+    };
+    vec![
+        make("healthy latency", 0.0),
+        make("latency +10 % (at tolerance)", 0.1),
+        make("latency +50 %", 0.5),
+        make("latency x2", 1.0),
+    ]
+}
+
+fn print_header(by_end: &str) {
+    println!(
+        "| {:<34} | {:>22} | {:>8} | {:>10} | {:>12} | {:>12} |",
+        "scenario", by_end, "failed", "successful", "inconclusive", "mean fail at"
+    );
+    println!(
+        "|{:-<36}|{:->24}|{:->10}|{:->12}|{:->14}|{:->14}|",
+        "", "", "", "", "", ""
+    );
+}
+
+fn print_row(row: &SimulationRow) {
+    let pct = |n: usize| format!("{:.2} %", 100.0 * n as f64 / row.runs.max(1) as f64);
+    let by_end = if row.canary_by_end == row.stable_by_end {
+        row.canary_by_end.to_string()
+    } else {
+        format!("{} vs {}", row.canary_by_end, row.stable_by_end)
+    };
+    println!(
+        "| {:<34} | {:>22} | {:>8} | {:>10} | {:>12} | {:>12} |",
+        row.scenario,
+        by_end,
+        pct(row.failed),
+        pct(row.successful_at_end),
+        pct(row.inconclusive_at_end),
+        row.mean_failing_check
+            .map_or("-".to_string(), |c| format!("check {c:.1}")),
+    );
+}
+
+/// Smallest per-side count (on a ~4 % grid) whose detection rate reaches 80 %.
+fn required<F>(mut detection: F) -> Result<u64, StatsError>
+where
+    F: FnMut(u64) -> Result<f64, StatsError>,
+{
+    let (mut lo, mut hi) = (10u64, 20u64);
+    while detection(hi)? < 0.8 {
+        lo = hi;
+        hi *= 2;
+        if hi > 100_000_000 {
+            return Ok(u64::MAX);
+        }
+    }
+    while hi as f64 > lo as f64 * 1.04 {
+        let mid = ((lo as f64 * hi as f64).sqrt()) as u64;
+        if detection(mid)? >= 0.8 {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    Ok(hi)
+}
+
+fn sample_sizes(seed: u64) -> Result<(), StatsError> {
+    let runs = 2_000;
+    println!(
+        "\nEvents per side for 80 % detection ({runs} simulated rollouts per point, bisection"
+    );
+    println!("on a ~4 % grid), equal traffic, confidence 0.95:\n");
+    println!(
+        "| {:<26} | {:<30} | {:>14} | {:>22} |",
+        "change", "tolerance", "single check", "10 checks (by the end)"
+    );
+    println!("|{:-<28}|{:-<32}|{:->16}|{:->24}|", "", "", "", "");
+    let tolerances = [
+        ("none (0, 0)", 0.0, 0.0),
+        ("maxIncrease 0.2", 0.2, 0.0),
+        ("maxIncrease 0.2, margin 0.001", 0.2, 0.001),
+    ];
+    for (change, stable, canary) in [("1 % -> 2 %", 0.01, 0.02), ("0.1 % -> 0.2 %", 0.001, 0.002)] {
+        for (label, r, m) in tolerances {
+            let mut sizes = Vec::new();
+            for checks in [1u32, 10] {
+                let n = required(|per_side| {
+                    let per_check = per_side.div_ceil(u64::from(checks)).max(1);
+                    let scenario = Scenario {
+                        name: String::new(),
+                        stable_rate: stable,
+                        canary_rate: canary,
+                        stable_requests_per_check: per_check,
+                        canary_requests_per_check: per_check,
+                        checks,
+                        plan_known: true,
+                        options: RatioOptions::new(r, m, 0.95),
+                    };
+                    Ok(simulate(&scenario, runs, seed ^ per_side)?.failed_rate)
+                })?;
+                sizes.push(if n == u64::MAX {
+                    "never".to_string()
+                } else {
+                    n.to_string()
+                });
+            }
+            println!(
+                "| {:<26} | {:<30} | {:>14} | {:>22} |",
+                change, label, sizes[0], sizes[1]
+            );
+        }
+    }
+    for (label, log_sd) in [
+        ("latency +20 %, log sd 0.5", 0.5),
+        ("latency +20 %, log sd 1.0", 1.0),
+    ] {
+        let mut sizes = Vec::new();
+        for checks in [1u32, 10] {
+            let n = required(|per_side| {
+                let per_check = (per_side as usize).div_ceil(checks as usize).max(1);
+                let mut opts = DistOptions::new(Direction::Increase, 0.1, 0.95);
+                opts.min_samples = 1;
+                let scenario = LatencyScenario {
+                    name: String::new(),
+                    stable_median: 0.2,
+                    canary_median: 0.24,
+                    log_sd,
+                    samples_per_check: per_check,
+                    window: usize::MAX,
+                    checks,
+                    plan_known: true,
+                    options: opts,
+                };
+                Ok(simulate_latency(&scenario, runs / 4, seed ^ per_side)?.failed_rate)
+            })?;
+            sizes.push(n.to_string());
+        }
+        println!(
+            "| {:<26} | {:<30} | {:>14} | {:>22} |",
+            label, "maxIncrease 0.1", sizes[0], sizes[1]
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,62 @@
+//! Statistics for the `compare` metric kind: canary versus stable, with no I/O.
+//!
+//! - [`compare_ratio`]: counts of bad and total events per side (the ratio form), judged by exact
+//!   tests whose null hypothesis already contains the tolerance (Fisher's exact test at the
+//!   tolerance's odds ratio; an exact unconditional test for an absolute margin).
+//! - [`compare_distributions`]: samples per side (the distribution form), judged as Kayenta's
+//!   judge does, by Mann-Whitney U and the Hodges-Lehmann shift interval plus an effect gate.
+//! - [`Look`] and [`look_alpha`]: the error-spending rule that keeps the false-failure rate of a
+//!   whole run of repeated checks at or below `1 - confidence`.
+//! - [`simulate`]: the seeded simulation that shows those rates.
+//!
+//! `docs/statistics.md` explains the methods, their assumptions and the measured figures.
+
+mod binomial;
+mod distribution;
+mod error;
+mod fisher;
+mod format;
+mod hodges_lehmann;
+mod mann_whitney;
+mod normal;
+mod pairwise;
+mod ratio;
+mod rng;
+mod sequential;
+mod simulation;
+mod sort;
+
+pub use distribution::{
+    compare_distributions, Classification, Direction, DistOptions, DistOutcome, SampleSummary,
+    ShiftInterval,
+};
+pub use error::StatsError;
+pub use fisher::fisher_exact_one_sided;
+pub use hodges_lehmann::{hodges_lehmann, HodgesLehmann};
+pub use mann_whitney::{
+    mann_whitney_u, mann_whitney_u_with, Alternative, MannWhitney, Method, MethodChoice,
+};
+pub use ratio::{
+    compare_ratio, enough_requests, ratio_p_value, RatioInput, RatioOptions, RatioOutcome,
+    RatioSide, RatioTest,
+};
+pub use rng::{BinomialSampler, SplitMix64};
+pub use sequential::{look_alpha, spent_alpha, Look};
+pub use simulation::{
+    simulate, simulate_latency, standard_scenarios, LatencyScenario, Scenario, SimulationRow,
+};
+
+use serde::Serialize;
+
+/// The statistical verdict of one comparison; the caller maps it to an Argo phase
+/// (`Worse` -> Failed, `NotWorse` -> Successful, `Undecided` -> Inconclusive).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Verdict {
+    /// The canary is worse than stable beyond the tolerance, at this check's error level.
+    Worse,
+    /// Enough data, and no evidence that the canary is worse beyond the tolerance.
+    NotWorse,
+    /// Too little data to judge (below the minimum, or no traffic on a side).
+    Undecided,
+}

@@ -1,0 +1,142 @@
+//! Error spending across the repeated checks of one run.
+//!
+//! A metric measured every minute is tested again and again on growing (or sliding) windows. If
+//! every check used the full error level `alpha = 1 - confidence`, a healthy canary would be failed
+//! far more often than `alpha` over the run. Each check instead gets its own slice `alpha_k` of the
+//! budget, with `sum_k alpha_k <= alpha`; by the union bound the probability that *any* check
+//! fails a canary that is within tolerance is then at most `alpha`, whatever the correlation
+//! between checks (cumulative counts, sliding windows, overlapping samples alike). The caller
+//! only passes the check's index and, when known, the planned count: no state is kept.
+//!
+//! - Planned count `N` known (Argo's `count`): cumulative spend `alpha * (k / N)^2`. The
+//!   quadratic spending keeps most of the budget for the later checks, which see the most data,
+//!   while an early check can still fail a canary that is plainly broken.
+//! - Planned count unknown (an open-ended run): cumulative spend `alpha * (1 - 1/sqrt(k + 1))`,
+//!   which never exceeds `alpha` however many checks follow.
+
+use serde::Serialize;
+
+use super::error::StatsError;
+
+/// Which check of a run this is: the 1-based `index` and, when known, the `planned` count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Look {
+    /// 1-based index of this check within the run.
+    pub index: u32,
+    /// Number of checks the run will make, when known (Argo's `count`).
+    pub planned: Option<u32>,
+}
+
+impl Look {
+    /// A one-off check (a dry run): the whole error budget goes to it.
+    pub fn single() -> Look {
+        Look {
+            index: 1,
+            planned: Some(1),
+        }
+    }
+
+    /// Check `index` of a run of `planned` checks.
+    pub fn of(index: u32, planned: u32) -> Look {
+        Look {
+            index,
+            planned: Some(planned),
+        }
+    }
+
+    /// Check `index` of a run whose length is not known.
+    pub fn open_ended(index: u32) -> Look {
+        Look {
+            index,
+            planned: None,
+        }
+    }
+
+    fn validate(self) -> Result<(), StatsError> {
+        if self.index == 0 {
+            return Err(StatsError::LookIndexZero);
+        }
+        match self.planned {
+            Some(0) => Err(StatsError::PlannedZero),
+            Some(planned) if self.index > planned => Err(StatsError::LookBeyondPlan {
+                index: self.index,
+                planned,
+            }),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// The error level spent by checks `1..=index` together, out of `alpha`.
+pub fn spent_alpha(alpha: f64, look: Look) -> Result<f64, StatsError> {
+    look.validate()?;
+    Ok(cumulative(alpha, look.index, look.planned))
+}
+
+/// The error level of this one check: `spent(index) - spent(index - 1)`.
+pub fn look_alpha(alpha: f64, look: Look) -> Result<f64, StatsError> {
+    look.validate()?;
+    let now = cumulative(alpha, look.index, look.planned);
+    let before = cumulative(alpha, look.index - 1, look.planned);
+    Ok((now - before).max(0.0))
+}
+
+fn cumulative(alpha: f64, index: u32, planned: Option<u32>) -> f64 {
+    if index == 0 {
+        return 0.0;
+    }
+    let k = f64::from(index);
+    match planned {
+        Some(n) => {
+            let t = (k / f64::from(n)).min(1.0);
+            alpha * t * t
+        }
+        None => alpha * (1.0 - 1.0 / (k + 1.0).sqrt()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn planned_slices_add_up_to_alpha() {
+        let total: f64 = (1..=10)
+            .map(|k| look_alpha(0.05, Look::of(k, 10)).unwrap())
+            .sum();
+        assert!((total - 0.05).abs() < 1e-15);
+        assert!((look_alpha(0.05, Look::of(1, 10)).unwrap() - 0.0005).abs() < 1e-15);
+        assert!((look_alpha(0.05, Look::of(10, 10)).unwrap() - 0.0095).abs() < 1e-15);
+        assert_eq!(look_alpha(0.05, Look::single()).unwrap(), 0.05);
+    }
+
+    #[test]
+    fn open_ended_never_exceeds_alpha() {
+        let total: f64 = (1..=100_000)
+            .map(|k| look_alpha(0.05, Look::open_ended(k)).unwrap())
+            .sum();
+        assert!(total < 0.05 && total > 0.049);
+        let first = look_alpha(0.05, Look::open_ended(1)).unwrap();
+        assert!((first - 0.05 * (1.0 - 1.0 / 2f64.sqrt())).abs() < 1e-15);
+    }
+
+    #[test]
+    fn rejects_bad_looks() {
+        assert_eq!(
+            look_alpha(0.05, Look::of(0, 10)),
+            Err(StatsError::LookIndexZero)
+        );
+        assert_eq!(
+            look_alpha(0.05, Look::of(1, 0)),
+            Err(StatsError::PlannedZero)
+        );
+        assert_eq!(
+            look_alpha(0.05, Look::of(11, 10)),
+            Err(StatsError::LookBeyondPlan {
+                index: 11,
+                planned: 10
+            })
+        );
+    }
+}

@@ -1,0 +1,307 @@
+//! Seeded simulation of whole rollouts: repeated checks on growing (or sliding) windows, with
+//! Argo's `failureLimit: 0` semantics (the first failed check ends the run).
+//!
+//! Counts are drawn exactly (binomial inversion over a normalised table), latencies from a
+//! log-normal; the PRNG is [`SplitMix64`], so a (scenario, runs, seed) triple always gives the
+//! same row.
+
+use serde::Serialize;
+
+use super::distribution::{compare_distributions, DistOptions};
+use super::error::StatsError;
+use super::ratio::{compare_ratio, RatioInput, RatioOptions};
+use super::rng::{BinomialSampler, SplitMix64};
+use super::sequential::Look;
+use super::Verdict;
+
+/// A ratio-form rollout: per-check traffic and true bad-event rates of both sides.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scenario {
+    /// Short name for the table.
+    pub name: String,
+    /// Stable's true bad-event rate.
+    pub stable_rate: f64,
+    /// The canary's true bad-event rate.
+    pub canary_rate: f64,
+    /// Stable events added before each check.
+    pub stable_requests_per_check: u64,
+    /// Canary events added before each check.
+    pub canary_requests_per_check: u64,
+    /// Checks in the run (Argo's `count`).
+    pub checks: u32,
+    /// Whether the checks pass the planned count (else the open-ended spending is used).
+    pub plan_known: bool,
+    /// Tolerances, confidence and minimum requests (the look is set per check).
+    pub options: RatioOptions,
+}
+
+/// A distribution-form rollout: log-normal samples per side in a sliding window.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LatencyScenario {
+    /// Short name for the table.
+    pub name: String,
+    /// Stable's true median.
+    pub stable_median: f64,
+    /// The canary's true median.
+    pub canary_median: f64,
+    /// Standard deviation of the log of a sample (the spread of both sides).
+    pub log_sd: f64,
+    /// New samples per side before each check.
+    pub samples_per_check: usize,
+    /// The window keeps at most this many of the newest samples per side.
+    pub window: usize,
+    /// Checks in the run.
+    pub checks: u32,
+    /// Whether the checks pass the planned count.
+    pub plan_known: bool,
+    /// Direction, tolerance, confidence, minimum samples (the look is set per check).
+    pub options: DistOptions,
+}
+
+/// What happened over `runs` simulated rollouts of one scenario.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SimulationRow {
+    /// The scenario's name.
+    pub scenario: String,
+    /// Rollouts simulated.
+    pub runs: usize,
+    /// Checks per rollout.
+    pub checks: u32,
+    /// Events (or samples) per side seen by the last check: canary.
+    pub canary_by_end: u64,
+    /// Events (or samples) per side seen by the last check: stable.
+    pub stable_by_end: u64,
+    /// Rollouts in which some check said `Worse` (Failed).
+    pub failed: usize,
+    /// `failed / runs`.
+    pub failed_rate: f64,
+    /// Rollouts whose last check said `NotWorse` and that never failed.
+    pub successful_at_end: usize,
+    /// Rollouts whose last check said `Undecided` and that never failed.
+    pub inconclusive_at_end: usize,
+    /// Mean index of the failing check over failed rollouts.
+    pub mean_failing_check: Option<f64>,
+}
+
+/// Simulates `runs` rollouts of a ratio-form scenario.
+pub fn simulate(scenario: &Scenario, runs: usize, seed: u64) -> Result<SimulationRow, StatsError> {
+    check_scenario(
+        &scenario.name,
+        scenario.checks,
+        [scenario.stable_rate, scenario.canary_rate],
+    )?;
+    let stable = BinomialSampler::new(scenario.stable_requests_per_check, scenario.stable_rate);
+    let canary = BinomialSampler::new(scenario.canary_requests_per_check, scenario.canary_rate);
+    let mut rng = SplitMix64::new(seed);
+    let mut tally = Tally::default();
+    for _ in 0..runs {
+        let mut input = RatioInput {
+            canary_bad: 0,
+            canary_total: 0,
+            stable_bad: 0,
+            stable_total: 0,
+        };
+        let mut outcome = RunEnd::Final(Verdict::Undecided);
+        for k in 1..=scenario.checks {
+            input.canary_bad += canary.sample(&mut rng);
+            input.canary_total += scenario.canary_requests_per_check;
+            input.stable_bad += stable.sample(&mut rng);
+            input.stable_total += scenario.stable_requests_per_check;
+            let mut opts = scenario.options;
+            opts.look = look(k, scenario.checks, scenario.plan_known);
+            let verdict = compare_ratio(&input, &opts)?.verdict;
+            if verdict == Verdict::Worse {
+                outcome = RunEnd::FailedAt(k);
+                break;
+            }
+            outcome = RunEnd::Final(verdict);
+        }
+        tally.add(outcome);
+    }
+    let checks = u64::from(scenario.checks);
+    Ok(tally.row(
+        &scenario.name,
+        runs,
+        scenario.checks,
+        scenario.canary_requests_per_check * checks,
+        scenario.stable_requests_per_check * checks,
+    ))
+}
+
+/// Simulates `runs` rollouts of a distribution-form scenario.
+pub fn simulate_latency(
+    scenario: &LatencyScenario,
+    runs: usize,
+    seed: u64,
+) -> Result<SimulationRow, StatsError> {
+    check_scenario(&scenario.name, scenario.checks, [0.5, 0.5])?;
+    if !(scenario.stable_median > 0.0 && scenario.canary_median > 0.0 && scenario.log_sd >= 0.0) {
+        return Err(StatsError::Scenario {
+            name: scenario.name.clone(),
+            what: "medians must be > 0 and the log spread >= 0",
+        });
+    }
+    let mut rng = SplitMix64::new(seed);
+    let mut tally = Tally::default();
+    let window = scenario.window.max(1);
+    let mut canary = Vec::new();
+    let mut stable = Vec::new();
+    for _ in 0..runs {
+        canary.clear();
+        stable.clear();
+        let mut outcome = RunEnd::Final(Verdict::Undecided);
+        for k in 1..=scenario.checks {
+            for _ in 0..scenario.samples_per_check {
+                canary.push(scenario.canary_median * (scenario.log_sd * rng.normal()).exp());
+                stable.push(scenario.stable_median * (scenario.log_sd * rng.normal()).exp());
+            }
+            if canary.len() > window {
+                canary.drain(..canary.len() - window);
+                stable.drain(..stable.len() - window);
+            }
+            let mut opts = scenario.options;
+            opts.look = look(k, scenario.checks, scenario.plan_known);
+            let verdict = compare_distributions(&canary, &stable, &opts)?.verdict;
+            if verdict == Verdict::Worse {
+                outcome = RunEnd::FailedAt(k);
+                break;
+            }
+            outcome = RunEnd::Final(verdict);
+        }
+        tally.add(outcome);
+    }
+    let seen = (scenario.samples_per_check * scenario.checks as usize).min(window) as u64;
+    Ok(tally.row(&scenario.name, runs, scenario.checks, seen, seen))
+}
+
+/// The scenarios of the table in `docs/statistics.md`: ten checks, one a minute, 95 %
+/// confidence, `maxIncrease: 0.2`, `margin: 0.001`, `minRequests: 500`, planned count known.
+pub fn standard_scenarios() -> Vec<Scenario> {
+    let mut opts = RatioOptions::new(0.2, 0.001, 0.95);
+    opts.min_requests = 500;
+    let strict = RatioOptions {
+        max_increase: 0.0,
+        margin: 0.0,
+        ..opts
+    };
+    let make = |name: &str, stable, canary, per_check, opts| Scenario {
+        name: name.to_string(),
+        stable_rate: stable,
+        canary_rate: canary,
+        stable_requests_per_check: per_check,
+        canary_requests_per_check: per_check,
+        checks: 10,
+        plan_known: true,
+        options: opts,
+    };
+    let mut unequal = make("healthy, 5 % canary weight, 2 %", 0.02, 0.02, 1_900, opts);
+    unequal.canary_requests_per_check = 100;
+    let mut open = make("healthy 1 %, count unknown", 0.01, 0.01, 1_000, opts);
+    open.plan_known = false;
+    vec![
+        make("healthy 1 %", 0.01, 0.01, 1_000, opts),
+        make("healthy 0.1 %", 0.001, 0.001, 1_000, opts),
+        make("healthy 1 %, zero tolerance", 0.01, 0.01, 1_000, strict),
+        make("at tolerance: 5 % vs 6 %", 0.05, 0.06, 1_000, opts),
+        unequal,
+        open,
+        make("2x: 5 % -> 10 %", 0.05, 0.10, 200, opts),
+        make("2x: 1 % -> 2 %", 0.01, 0.02, 200, opts),
+        make("low traffic, 2x: 5 % -> 10 %", 0.05, 0.10, 30, opts),
+    ]
+}
+
+fn look(index: u32, checks: u32, plan_known: bool) -> Look {
+    if plan_known {
+        Look::of(index, checks)
+    } else {
+        Look::open_ended(index)
+    }
+}
+
+fn check_scenario(name: &str, checks: u32, rates: [f64; 2]) -> Result<(), StatsError> {
+    if checks == 0 {
+        return Err(StatsError::Scenario {
+            name: name.to_string(),
+            what: "a run needs at least one check",
+        });
+    }
+    if rates.iter().any(|r| !(0.0..=1.0).contains(r)) {
+        return Err(StatsError::Scenario {
+            name: name.to_string(),
+            what: "rates must lie in [0, 1]",
+        });
+    }
+    Ok(())
+}
+
+enum RunEnd {
+    FailedAt(u32),
+    Final(Verdict),
+}
+
+#[derive(Default)]
+struct Tally {
+    failed: usize,
+    failing_check_sum: u64,
+    successful: usize,
+    inconclusive: usize,
+}
+
+impl Tally {
+    fn add(&mut self, end: RunEnd) {
+        match end {
+            RunEnd::FailedAt(k) => {
+                self.failed += 1;
+                self.failing_check_sum += u64::from(k);
+            }
+            RunEnd::Final(Verdict::NotWorse) => self.successful += 1,
+            RunEnd::Final(_) => self.inconclusive += 1,
+        }
+    }
+
+    fn row(&self, name: &str, runs: usize, checks: u32, canary: u64, stable: u64) -> SimulationRow {
+        SimulationRow {
+            scenario: name.to_string(),
+            runs,
+            checks,
+            canary_by_end: canary,
+            stable_by_end: stable,
+            failed: self.failed,
+            failed_rate: if runs > 0 {
+                self.failed as f64 / runs as f64
+            } else {
+                0.0
+            },
+            successful_at_end: self.successful,
+            inconclusive_at_end: self.inconclusive,
+            mean_failing_check: (self.failed > 0)
+                .then(|| self.failing_check_sum as f64 / self.failed as f64),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn same_seed_same_row() {
+        let s = &standard_scenarios()[6];
+        assert_eq!(simulate(s, 200, 1).unwrap(), simulate(s, 200, 1).unwrap());
+    }
+
+    #[test]
+    fn rejects_impossible_scenarios() {
+        let mut s = standard_scenarios()[0].clone();
+        s.canary_rate = 1.5;
+        assert!(matches!(
+            simulate(&s, 1, 1),
+            Err(StatsError::Scenario { .. })
+        ));
+        s.canary_rate = 0.01;
+        s.checks = 0;
+        assert!(simulate(&s, 1, 1).is_err());
+    }
+}

@@ -1,0 +1,89 @@
+//! The simulation figures of docs/statistics.md, asserted loosely.
+//!
+//! Debug builds simulate 1,000 rollouts per scenario; release builds (`cargo test --release`)
+//! the full 10,000 of the documented table.
+
+use rollgate::stats::{
+    simulate, simulate_latency, standard_scenarios, Direction, DistOptions, LatencyScenario,
+    SimulationRow,
+};
+
+fn runs() -> usize {
+    if cfg!(debug_assertions) {
+        1_000
+    } else {
+        10_000
+    }
+}
+
+fn row(name: &str) -> SimulationRow {
+    let scenarios = standard_scenarios();
+    let (i, scenario) = scenarios
+        .iter()
+        .enumerate()
+        .find(|(_, s)| s.name == name)
+        .unwrap();
+    simulate(scenario, runs(), 20_240_601 + i as u64).unwrap()
+}
+
+#[test]
+fn healthy_canaries_fail_at_most_one_minus_confidence_over_the_run() {
+    for name in [
+        "healthy 1 %",
+        "healthy 0.1 %",
+        "healthy 1 %, zero tolerance",
+        "at tolerance: 5 % vs 6 %",
+        "healthy, 5 % canary weight, 2 %",
+        "healthy 1 %, count unknown",
+    ] {
+        let r = row(name);
+        assert!(r.failed_rate <= 0.05, "{name}: {r:?}");
+        assert_eq!(
+            r.failed + r.successful_at_end + r.inconclusive_at_end,
+            r.runs
+        );
+    }
+    // The least favourable healthy canary (exactly at the tolerance) does get failed sometimes:
+    // the test is not vacuous.
+    assert!(row("at tolerance: 5 % vs 6 %").failed > 0);
+}
+
+#[test]
+fn a_doubled_error_rate_is_caught() {
+    let r = row("2x: 5 % -> 10 %");
+    assert!(r.failed_rate >= 0.8, "{r:?}");
+    // At 1 % -> 2 % the same 2,000 requests per side are not enough (see the sample-size table).
+    let r = row("2x: 1 % -> 2 %");
+    assert!(r.failed_rate > 0.15 && r.failed_rate < 0.6, "{r:?}");
+}
+
+#[test]
+fn low_traffic_is_inconclusive_never_failed() {
+    let r = row("low traffic, 2x: 5 % -> 10 %");
+    assert_eq!(r.failed, 0);
+    assert_eq!(r.inconclusive_at_end, r.runs);
+}
+
+#[test]
+fn latency_checks_keep_the_run_level_rate_and_catch_a_doubling() {
+    let mut opts = DistOptions::new(Direction::Increase, 0.1, 0.95);
+    opts.min_samples = 20;
+    let make = |shift: f64| LatencyScenario {
+        name: format!("latency +{shift}"),
+        stable_median: 0.2,
+        canary_median: 0.2 * (1.0 + shift),
+        log_sd: 0.5,
+        samples_per_check: 5,
+        window: 30,
+        checks: 10,
+        plan_known: true,
+        options: opts,
+    };
+    let runs = runs() / 2;
+    let healthy = simulate_latency(&make(0.0), runs, 7).unwrap();
+    let boundary = simulate_latency(&make(0.1), runs, 8).unwrap();
+    let doubled = simulate_latency(&make(1.0), runs, 9).unwrap();
+    assert!(healthy.failed_rate <= 0.05, "{healthy:?}");
+    assert!(boundary.failed_rate <= 0.05, "{boundary:?}");
+    assert!(doubled.failed_rate >= 0.95, "{doubled:?}");
+}
