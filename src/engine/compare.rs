@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use crate::condition::{evaluate_result, Value};
+use crate::condition::Value;
 use crate::measurement::Phase;
 use crate::prometheus::{
     PrometheusConfig, PrometheusError, QueryData, QueryRequest, QueryResponse,
@@ -270,11 +270,7 @@ fn judge<T: serde::Serialize>(
         return out.finish(built_in, message);
     }
     let result = Value::from(&json);
-    match evaluate_result(
-        &result,
-        metric.success_condition.as_ref(),
-        metric.failure_condition.as_ref(),
-    ) {
+    match metric.judge(&result) {
         Ok(phase) => out.finish(
             phase,
             format!("{message}; the metric's conditions make this {phase}"),

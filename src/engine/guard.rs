@@ -42,22 +42,8 @@ pub fn seen_vs_needed(seen: f64, needed: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::prometheus::{Sample, Series};
-
-    fn vector(values: &[f64]) -> QueryData {
-        QueryData::Vector(
-            values
-                .iter()
-                .map(|v| Series {
-                    labels: Default::default(),
-                    sample: Sample {
-                        timestamp: 0.0,
-                        value: *v,
-                    },
-                })
-                .collect(),
-        )
-    }
+    use crate::engine::result::vector;
+    use crate::prometheus::Sample;
 
     #[test]
     fn reads_counts_against_the_minimum() {

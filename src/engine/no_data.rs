@@ -80,22 +80,8 @@ pub fn abbreviate(query: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::prometheus::{Sample, Series};
-
-    fn vector(values: &[f64]) -> QueryData {
-        QueryData::Vector(
-            values
-                .iter()
-                .map(|v| Series {
-                    labels: Default::default(),
-                    sample: Sample {
-                        timestamp: 0.0,
-                        value: *v,
-                    },
-                })
-                .collect(),
-        )
-    }
+    use crate::engine::result::vector;
+    use crate::prometheus::Sample;
 
     #[test]
     fn empty_nan_and_inf() {

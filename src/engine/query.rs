@@ -2,7 +2,6 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::condition::evaluate_result;
 use crate::measurement::Phase;
 use crate::prometheus::{PrometheusConfig, QueryRequest, QueryResponse};
 use crate::spec::{Metric, NoDataPolicy, QuerySpec};
@@ -101,11 +100,7 @@ pub(super) fn judge(
 ) -> Outcome {
     let result = condition_value(&response.data);
     let value = out.value.clone();
-    match evaluate_result(
-        &result,
-        metric.success_condition.as_ref(),
-        metric.failure_condition.as_ref(),
-    ) {
+    match metric.judge(&result) {
         Ok(phase) => out.finish(
             phase,
             format!("result {value}: {}{note}", explain(metric, phase)),

@@ -70,6 +70,24 @@ pub fn format_count(v: f64) -> String {
     }
 }
 
+/// A vector of unlabelled samples, for tests.
+#[cfg(test)]
+pub(crate) fn vector(values: &[f64]) -> QueryData {
+    use crate::prometheus::{Sample, Series};
+    QueryData::Vector(
+        values
+            .iter()
+            .map(|v| Series {
+                labels: Default::default(),
+                sample: Sample {
+                    timestamp: 0.0,
+                    value: *v,
+                },
+            })
+            .collect(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

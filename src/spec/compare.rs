@@ -5,7 +5,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::error::SpecError;
-use super::metric::OnInsufficient;
+use super::metric::{read_on_insufficient, OnInsufficient};
 use super::promql::check_promql;
 use super::reader::{invalid, ObjectReader};
 pub use crate::stats::Direction;
@@ -160,19 +160,4 @@ fn ratio_side(c: &mut ObjectReader<'_>, key: &'static str) -> Result<RatioQuerie
     check_promql(&side.path_of("total"), &total)?;
     side.finish()?;
     Ok(RatioQueries { bad, total })
-}
-
-fn read_on_insufficient(c: &mut ObjectReader<'_>) -> Result<OnInsufficient, SpecError> {
-    let path = c.path_of("onInsufficient");
-    match c.string("onInsufficient")?.as_deref() {
-        None | Some("inconclusive") => Ok(OnInsufficient::Inconclusive),
-        Some("wait") => Ok(OnInsufficient::Wait),
-        Some("fail") => Ok(OnInsufficient::Fail),
-        Some("pass") => Ok(OnInsufficient::Pass),
-        Some(other) => Err(invalid(
-            &path,
-            "one of inconclusive, wait, fail, pass",
-            &Value::String(other.into()),
-        )),
-    }
 }

@@ -219,7 +219,7 @@ fn read_query(obj: &mut ObjectReader<'_>) -> Result<QuerySpec, SpecError> {
     })
 }
 
-fn read_on_insufficient(g: &mut ObjectReader<'_>) -> Result<OnInsufficient, SpecError> {
+pub(super) fn read_on_insufficient(g: &mut ObjectReader<'_>) -> Result<OnInsufficient, SpecError> {
     const CHOICES: &str = "one of inconclusive, wait, fail, pass";
     let path = g.path_of("onInsufficient");
     match g.get("onInsufficient") {

@@ -9,7 +9,8 @@ use super::error::SpecError;
 use super::metric::{check_address, MetricSpec};
 use super::promql::check_promql;
 use super::reader::{invalid, ObjectReader};
-use crate::condition::Condition;
+use crate::condition::{self, evaluate_result, Condition, ConditionFailure};
+use crate::measurement::Phase;
 use crate::prometheus::PrometheusConfig;
 
 /// One metric of an analysis, ready for the engine: Argo's fields plus its provider.
@@ -221,6 +222,15 @@ impl Metric {
             limits,
             provider,
         })
+    }
+
+    /// Argo's phase for `result` under this metric's conditions (both absent: Successful).
+    pub fn judge(&self, result: &condition::Value) -> Result<Phase, ConditionFailure> {
+        evaluate_result(
+            result,
+            self.success_condition.as_ref(),
+            self.failure_condition.as_ref(),
+        )
     }
 
     /// A metric as the plugin surfaces build it: rollgate spec plus Argo's conditions.
