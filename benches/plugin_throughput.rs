@@ -17,7 +17,6 @@
 //! `cargo bench --bench plugin_throughput`
 
 #[path = "../tests/support/mod.rs"]
-#[allow(dead_code)]
 mod support;
 
 use std::path::Path;
