@@ -23,6 +23,11 @@ const CASES: &[(&str, &str, &[&str], i32, &str)] = &[
     ("canary-vs-stable.yaml", "canary-vs-stable.replay.json", &[], 0, "Successful"),
     ("canary-vs-stable.yaml", "canary-vs-stable.replay.json", &["service=cmp-bad"], 1, "Failed"),
     ("canary-vs-stable.yaml", "canary-vs-stable.replay.json", &["service=cmp-low"], 2, "Inconclusive"),
+    // The standard fleet (stragglers, silent clusters, stalled workloads), the clean fleet, and a
+    // selector that matches nothing (noData: fail).
+    ("fleet-gate.yaml", "fleet-gate.replay.json", &[], 1, "Failed"),
+    ("fleet-gate.yaml", "fleet-gate.replay.json", &["namespace=logging", "container=log-shipper", "digest=sha256:9375e83c1d07ce0547026065177309cddcaf29df2b84b913ef5278587b3b41e4"], 0, "Successful"),
+    ("fleet-gate.yaml", "fleet-gate.replay.json", &["namespace=nowhere"], 1, "Failed"),
 ];
 
 fn examples() -> PathBuf {

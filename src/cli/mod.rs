@@ -3,6 +3,8 @@
 mod dry_run;
 mod output;
 mod plugin_mode;
+mod rules;
+mod serve;
 
 pub use plugin_mode::PluginArgs;
 
@@ -11,6 +13,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 pub use dry_run::DryRunArgs;
+pub use serve::ServeArgs;
 
 /// Exit codes of `dry-run` (and of other verdict-printing commands).
 pub mod exit {
@@ -47,6 +50,10 @@ pub enum Command {
     ///
     /// Exit codes: 0 Successful, 1 Failed, 2 Inconclusive (or still waiting), 3 Error or invalid spec.
     DryRun(DryRunArgs),
+    /// Serve Flagger webhooks and Argo's web provider over HTTP (see docs/serve.md).
+    Serve(ServeArgs),
+    /// Print a PrometheusRule with the alerts of every fleet metric of an AnalysisTemplate.
+    Rules(rules::RulesArgs),
 }
 
 /// Entry point of the binary: parses arguments, runs the command, returns its exit code.
@@ -68,8 +75,13 @@ pub fn main() -> ExitCode {
             };
         }
     };
-    crate::logging::init_cli_logging(&cli.log_level);
+    // `serve` sets up its own (JSON) logging.
+    if !matches!(cli.command, Command::Serve(_)) {
+        crate::logging::init_cli_logging(&cli.log_level);
+    }
     match cli.command {
         Command::DryRun(args) => ExitCode::from(dry_run::run(args)),
+        Command::Serve(args) => ExitCode::from(serve::run(args, &cli.log_level)),
+        Command::Rules(args) => ExitCode::from(rules::run(args)),
     }
 }

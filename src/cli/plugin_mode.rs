@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use clap::Parser;
+use clap::{Parser, ValueEnum};
 
 use crate::engine::{AddressPolicy, Engine};
 use crate::goplugin::{check_cookie, serve, ServeOptions};
@@ -21,6 +21,20 @@ pub struct PluginArgs {
     /// Prometheus address for metrics whose spec names none (else ROLLGATE_PROMETHEUS_ADDRESS).
     #[arg(long, value_name = "URL")]
     pub prometheus: Option<String>,
+
+    /// The go-plugin protocol: netrpc (the only one Argo Rollouts accepts) or grpc (for hosts
+    /// whose AllowedProtocols include it); also ROLLGATE_PLUGIN_PROTOCOL.
+    #[arg(long, env = "ROLLGATE_PLUGIN_PROTOCOL", value_enum, default_value_t = Protocol::Netrpc)]
+    pub protocol: Protocol,
+}
+
+/// The go-plugin protocol served in plugin mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Protocol {
+    /// Go's net/rpc over yamux.
+    Netrpc,
+    /// gRPC (`rollgate.v1.MetricProviderService`), with AutoMTLS when the host asks for it.
+    Grpc,
 }
 
 /// Whether the process was started by a plugin host (the cookie's key is present at all).
@@ -64,10 +78,21 @@ pub fn run() -> u8 {
             return 1;
         }
     };
-    match runtime.block_on(serve(
-        Arc::new(RollgatePlugin::new(engine)),
-        ServeOptions::from_env(),
-    )) {
+    let served = match args.protocol {
+        Protocol::Netrpc => runtime
+            .block_on(serve(
+                Arc::new(RollgatePlugin::new(engine)),
+                ServeOptions::from_env(),
+            ))
+            .map_err(|e| e.to_string()),
+        Protocol::Grpc => runtime
+            .block_on(crate::grpc::plugin_mode::serve(
+                engine,
+                crate::grpc::plugin_mode::PluginOptions::from_env(),
+            ))
+            .map_err(|e| e.to_string()),
+    };
+    match served {
         Ok(()) => 0,
         Err(e) => {
             tracing::error!(error = %e, "plugin stopped");

@@ -1087,7 +1087,7 @@ fn random_input_never_panics() {
         let mut src = String::new();
         for _ in 0..len {
             src.push_str(rng.pick(&fragments));
-            if rng.next() % 3 == 0 {
+            if rng.next().is_multiple_of(3) {
                 src.push(' ');
             }
         }
@@ -1187,7 +1187,7 @@ fn generate(rng: &mut Rng, depth: u32, out: &mut String) {
             out.push_str(rng.pick(CALLS));
             out.push('(');
             generate(rng, depth - 1, out);
-            if rng.next() % 4 == 0 {
+            if rng.next().is_multiple_of(4) {
                 out.push_str(", ");
                 generate(rng, depth - 1, out);
             }
@@ -1231,7 +1231,7 @@ fn random_expressions_never_panic() {
         let mut src = String::new();
         let depth = 1 + (rng.next() % 5) as u32;
         generate(&mut rng, depth, &mut src);
-        if rng.next() % 5 == 0 && !src.is_empty() {
+        if rng.next().is_multiple_of(5) && !src.is_empty() {
             // Corrupt: drop one char (at a char boundary).
             let at = (rng.next() % src.len() as u64) as usize;
             if src.is_char_boundary(at) {

@@ -25,13 +25,24 @@ impl Engine {
         let mut out = Outcome::new();
         out.metadata.insert("query".into(), spec.query.clone());
 
+        // Both queries go out together (one round trip of latency), but the guard is judged
+        // first: below it, the main result is never looked at.
+        let main = self.instant(config, &spec.query, opts);
+        let (guard_response, main_response) = match &spec.min_requests {
+            Some(g) => {
+                let (guard, main) = futures::join!(self.instant(config, &g.query, opts), main);
+                (Some(guard), main)
+            }
+            None => (None, main.await),
+        };
+
         let mut guard_note = String::new();
-        if let Some(g) = &spec.min_requests {
+        if let (Some(g), Some(guard_response)) = (&spec.min_requests, guard_response) {
             out.metadata
                 .insert("minRequests.query".into(), g.query.clone());
             out.metadata
                 .insert("minRequests.count".into(), format_count(g.count));
-            let response = match self.instant(config, &g.query, opts).await {
+            let response = match guard_response {
                 Ok(r) => r,
                 Err(e) => return out.error(format!("minRequests.query failed: {e}")),
             };
@@ -63,7 +74,7 @@ impl Engine {
             }
         }
 
-        let response = match self.instant(config, &spec.query, opts).await {
+        let response = match main_response {
             Ok(r) => r,
             Err(e) => return out.error(format!("query failed: {e}")),
         };

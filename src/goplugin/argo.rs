@@ -31,14 +31,14 @@ pub struct AnalysisRunRef {
 }
 
 /// Kubernetes' `intstr.IntOrString`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum IntOrString {
     Int(i32),
     Str(String),
 }
 
 /// Argo's Metric as sent by the controller, reduced to what rollgate uses.
-#[derive(Clone, Default, PartialEq)]
+#[derive(Clone, Default, PartialEq, Eq, Hash)]
 pub struct ArgoMetric {
     pub name: String,
     pub interval: String,

@@ -552,7 +552,7 @@ fn incoming_stream(
     accept: &mpsc::Sender<Stream>,
     id: u32,
 ) -> Result<(), YamuxError> {
-    if id % 2 == 0 {
+    if id.is_multiple_of(2) {
         return Err(YamuxError::Protocol("client opened an even stream id"));
     }
     let mut streams = lock(&shared.streams);

@@ -1,8 +1,8 @@
 //! The Argo Rollouts metric-provider surface: translates the controller's calls into engine
 //! calls. The wire protocol lives in [`crate::goplugin`]; no analysis rule is decided here.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use chrono::Utc;
@@ -32,9 +32,31 @@ impl RollgatePlugin {
     }
 }
 
+/// How many parsed metrics [`metric_from_argo`] keeps; past it the cache starts over.
+const METRIC_CACHE_SIZE: usize = 4096;
+
 /// Builds the engine's metric from the controller's: the single `provider.plugin` entry, whatever
-/// its key, plus Argo's conditions and interval.
-pub fn metric_from_argo(metric: &ArgoMetric) -> Result<Metric, SpecError> {
+/// its key, plus Argo's conditions and interval. The controller sends the same metric at every
+/// interval, and parsing it (PromQL, regexes, conditions) costs more than the whole protocol, so
+/// results are kept by the metric's exact wire form.
+pub fn metric_from_argo(metric: &ArgoMetric) -> Result<Arc<Metric>, SpecError> {
+    type Cache = Mutex<HashMap<ArgoMetric, Result<Arc<Metric>, SpecError>>>;
+    static CACHE: OnceLock<Cache> = OnceLock::new();
+    let cache = CACHE.get_or_init(Cache::default);
+    if let Some(hit) = cache.lock().ok().and_then(|c| c.get(metric).cloned()) {
+        return hit;
+    }
+    let parsed = parse_argo_metric(metric).map(Arc::new);
+    if let Ok(mut c) = cache.lock() {
+        if c.len() >= METRIC_CACHE_SIZE {
+            c.clear();
+        }
+        c.insert(metric.clone(), parsed.clone());
+    }
+    parsed
+}
+
+fn parse_argo_metric(metric: &ArgoMetric) -> Result<Metric, SpecError> {
     let mut entries = metric.plugin.iter();
     let (key, config) = match (entries.next(), entries.next()) {
         (Some(entry), None) => entry,

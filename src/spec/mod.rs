@@ -16,7 +16,10 @@ mod template;
 pub use args::{substitute, substitute_str, ArgValues};
 pub use compare::{CompareForm, CompareSpec, Direction, RatioQueries};
 pub use error::SpecError;
-pub use fleet::FleetSpec;
+pub use fleet::{
+    is_bare_digest, ExpectedTargets, ExpectedVersion, FleetException, FleetSpec, LabelMatcher,
+    MatchKind, SeriesSelector, VersionRegex, VersionSpec, INIT_CONTAINER_INFO,
+};
 pub use metric::{
     check_address, Guard, MetricKind, MetricSpec, NoDataPolicy, OnInsufficient, QuerySpec,
 };

@@ -1,0 +1,212 @@
+//! Fleet scale: one `fleet` measurement over 10,000 clusters x 30 pods (300k pod series, a real
+//! Prometheus loaded with `big_fleet`), versus the same aggregation queries sent with plain
+//! reqwest in the same run (same concurrency: the first round at once, then the last-seen
+//! query). Prints both medians, their ratio (target: <= 1.5) and rollgate's own peak heap during
+//! a measurement, counted by a global allocator (target: < 100 MB).
+//!
+//! `cargo bench --bench fleet_scale` (FLEET_CLUSTERS=2000 for a quicker run; FLEET_ROUNDS=N).
+
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use chrono::{TimeZone, Utc};
+use futures::future::join_all;
+use rollgate::engine::{AddressPolicy, Engine, EvalOptions};
+use rollgate::measurement::{Measurement, Phase};
+use rollgate::prometheus::{Backend, Client};
+use rollgate::spec::Metric;
+use serde_json::json;
+use support::prom::PromServer;
+use support::scenarios::{base_now, big_fleet, fleet_dataset, NODE_AGENT_NEW};
+
+/// Counts live heap bytes and their peak.
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            let now = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
+            PEAK.fetch_max(now, Ordering::Relaxed);
+        }
+        p
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) };
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        if !p.is_null() {
+            if new_size >= layout.size() {
+                let now = LIVE.fetch_add(new_size - layout.size(), Ordering::Relaxed) + new_size
+                    - layout.size();
+                PEAK.fetch_max(now, Ordering::Relaxed);
+            } else {
+                LIVE.fetch_sub(layout.size() - new_size, Ordering::Relaxed);
+            }
+        }
+        p
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// Peak heap above the level at the start of `f`, in bytes.
+async fn peak_during<T>(f: impl std::future::Future<Output = T>) -> (T, usize) {
+    let start = LIVE.load(Ordering::SeqCst);
+    PEAK.store(start, Ordering::SeqCst);
+    let out = f.await;
+    (out, PEAK.load(Ordering::SeqCst).saturating_sub(start))
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn main() {
+    let clusters = env_usize("FLEET_CLUSTERS", 10_000);
+    let rounds = env_usize("FLEET_ROUNDS", 6).clamp(1, 50);
+    let params = big_fleet(clusters, 30);
+    let base = base_now();
+    let started = Instant::now();
+    let text = fleet_dataset(&params, base);
+    let size_mb = text.len() / 1_000_000;
+    let prom = PromServer::start(base, &text);
+    drop(text);
+    eprintln!(
+        "fleet {clusters} x 30: {size_mb} MB of OpenMetrics, Prometheus ready after {:?} (backfill {:?})",
+        started.elapsed(),
+        prom.timings.backfill
+    );
+    let expect = params.expect();
+    let digest = NODE_AGENT_NEW
+        .image_id()
+        .rsplit_once('@')
+        .map(|(_, d)| d.to_string())
+        .unwrap_or_default();
+    let metric = Metric::from_value(
+        &json!({
+            "name": "fleet-scale",
+            "provider": {"plugin": {"rollgate/analysis": {
+                "prometheus": {"address": prom.url, "timeout": "60s"},
+                "fleet": {
+                    "selector": format!("kube_pod_container_info{{namespace=\"{}\", container=\"{}\"}}", params.namespace, params.container),
+                    "version": {"expected": digest},
+                    "expectedTargets": expect.inventory,
+                    "workloads": true,
+                },
+                "noData": "fail"
+            }}}
+        }),
+        "",
+    )
+    .expect("metric");
+    let at = Utc.timestamp_opt(base, 0).single().expect("base time");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let engine = Engine::new(Backend::Live(Client::new()), AddressPolicy::default());
+    let plain = reqwest::Client::new();
+    let url = format!("{}/api/v1/query", prom.url);
+    let time = base.to_string();
+
+    runtime.block_on(async {
+        let opts = EvalOptions {
+            at: Some(at),
+            ..EvalOptions::with_budget(Duration::from_secs(300))
+        };
+        // The queries the engine sent, from its own metadata.
+        let first: Measurement = engine.measure(&metric, &opts).await;
+        assert_eq!(first.phase, Phase::Failed, "{}", first.message);
+        let round_one: Vec<String> = first
+            .metadata
+            .iter()
+            .filter(|(k, _)| {
+                k.as_str() == "query.versions"
+                    || k.as_str() == "query.reporting"
+                    || k.starts_with("query.stall.")
+            })
+            .map(|(_, q)| q.clone())
+            .collect();
+        let last_seen = first.metadata.get("query.lastSeen").cloned();
+        let plain_round = || async {
+            let send = |q: String| {
+                let req = plain
+                    .post(&url)
+                    .form(&[("query", q.as_str()), ("time", time.as_str()), ("partial_response", "false")]);
+                async move {
+                    let body = req.send().await.expect("send").bytes().await.expect("body");
+                    assert!(body.starts_with(b"{\"status\":\"success\""));
+                    body.len()
+                }
+            };
+            let mut bytes: usize = join_all(round_one.iter().cloned().map(send)).await.into_iter().sum();
+            if let Some(q) = &last_seen {
+                bytes += send(q.clone()).await;
+            }
+            bytes
+        };
+        let bytes = plain_round().await;
+
+        let mut engine_times = Vec::new();
+        let mut plain_times = Vec::new();
+        let mut peak = 0usize;
+        // Alternate which goes first, so that neither always meets a warmer server.
+        for round in 0..rounds {
+            if round % 2 == 1 {
+                let t = Instant::now();
+                plain_round().await;
+                plain_times.push(t.elapsed());
+            }
+            let t = Instant::now();
+            let (m, p) = peak_during(engine.measure(&metric, &opts)).await;
+            engine_times.push(t.elapsed());
+            assert_eq!(m.phase, Phase::Failed);
+            peak = peak.max(p);
+            if round % 2 == 0 {
+                let t = Instant::now();
+                plain_round().await;
+                plain_times.push(t.elapsed());
+            }
+        }
+        let (e_min, p_min) = (
+            engine_times.iter().min().copied().unwrap_or_default(),
+            plain_times.iter().min().copied().unwrap_or_default(),
+        );
+        let (e, p) = (median(engine_times), median(plain_times));
+        println!(
+            "fleet_scale {clusters} clusters x 30 pods, {} queries ({} kB of responses), {rounds} rounds:",
+            round_one.len() + usize::from(last_seen.is_some()),
+            bytes / 1000
+        );
+        println!("  rollgate measurement  median {e:?} (fastest {e_min:?})");
+        println!("  plain reqwest         median {p:?} (fastest {p_min:?})");
+        println!(
+            "  ratio {:.2} (target <= 1.5); rollgate peak heap during a measurement {:.1} MB (target < 100 MB)",
+            e.as_secs_f64() / p.as_secs_f64(),
+            peak as f64 / 1e6
+        );
+        println!("  verdict: {}", first.message.chars().take(300).collect::<String>());
+    });
+}

@@ -1,0 +1,266 @@
+//! `rollgate serve`: the HTTP service for Flagger's webhooks and Argo's `web` provider.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+
+use std::sync::Arc;
+
+use crate::engine::{AddressPolicy, Engine};
+use crate::grpc::remote::{Authenticate, RemoteOptions, TlsSource};
+use crate::prometheus::{Backend, Client, Replay};
+use crate::serve::auth::Auth;
+use crate::serve::tls::TlsFiles;
+use crate::serve::{ServeConfig, Server, Settings};
+use crate::spec::check_address;
+use crate::spec::duration::parse_duration;
+
+/// Arguments of `rollgate serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on (port 0: any free port, printed in the "listening" log line).
+    #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:8080")]
+    pub listen: SocketAddr,
+
+    /// Directory of AnalysisTemplate / ClusterAnalysisTemplate YAML files that webhooks name
+    /// with `template`; validated at start-up, re-read on SIGHUP.
+    #[arg(long, value_name = "DIR")]
+    pub templates: Option<PathBuf>,
+
+    /// Prometheus address for specs that name none (else ROLLGATE_PROMETHEUS_ADDRESS).
+    #[arg(long, value_name = "URL")]
+    pub prometheus: Option<String>,
+
+    /// TLS certificate chain (PEM); needs --tls-key. Re-read on SIGHUP.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+
+    /// TLS private key (PEM); needs --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+
+    /// File holding the bearer token the analysis endpoints require (re-read on SIGHUP).
+    #[arg(long, value_name = "FILE")]
+    pub auth_token_file: Option<PathBuf>,
+
+    /// Time allowed for a verdict; the answer (503 when Prometheus is too slow) comes within
+    /// it. Keep it under the caller's timeout (Flagger: 10s, Argo web: timeoutSeconds).
+    #[arg(long, value_name = "DURATION", default_value = "8s", value_parser = parse_duration)]
+    pub deadline: Duration,
+
+    /// Time allowed to receive a request, headers and body (slower clients get 408).
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub request_timeout: Duration,
+
+    /// Largest request body accepted, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 1024 * 1024)]
+    pub max_body_bytes: usize,
+
+    /// After SIGTERM, how long requests in flight may take to finish.
+    #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = parse_duration)]
+    pub shutdown_grace: Duration,
+
+    /// Also serve the gRPC MetricProviderService here (health, reflection; the same TLS files and
+    /// bearer token as the HTTP side).
+    #[arg(long, value_name = "ADDR")]
+    pub grpc_listen: Option<SocketAddr>,
+
+    /// Accept only template names, not specs sent in requests.
+    #[arg(long)]
+    pub no_inline_specs: bool,
+
+    /// Make /readyz also check that the default Prometheus answers.
+    #[arg(long)]
+    pub readyz_prometheus: bool,
+
+    /// Answer queries from a recording (see `dry-run --record`) instead of Prometheus: for
+    /// demos and benchmarks.
+    #[arg(long, value_name = "FILE")]
+    pub replay: Option<PathBuf>,
+
+    /// Log format.
+    #[arg(long, value_enum, default_value_t = LogFormat::Json)]
+    pub log_format: LogFormat,
+}
+
+/// How `serve` writes its logs (always to stderr).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// One JSON object per line (`@level`, `@message`, `@timestamp`, fields).
+    Json,
+    /// Human-readable lines.
+    Text,
+}
+
+/// The log filter for `serve`: the given one, with serve's own events (start-up, reloads,
+/// access log) at info when the global level is coarser and no directive names
+/// `rollgate::serve` itself (a directive for `rollgate::serve::access` still applies: it is more
+/// specific).
+fn log_filter(level: &str) -> String {
+    let mut global = None;
+    for directive in level.split(',').map(str::trim) {
+        match directive.split_once('=') {
+            Some((target, _)) if target.trim() == "rollgate::serve" => return level.to_string(),
+            Some(_) => {}
+            None if !directive.is_empty() => global = Some(directive.to_ascii_lowercase()),
+            None => {}
+        }
+    }
+    let coarse = global
+        .as_deref()
+        .is_none_or(|g| ["error", "warn", "off"].contains(&g));
+    if coarse {
+        format!("{level},rollgate::serve=info")
+    } else {
+        level.to_string()
+    }
+}
+
+/// Runs the server until SIGTERM/SIGINT; returns the exit code (0 after a clean shutdown,
+/// 1 when it could not start).
+pub fn run(args: ServeArgs, log_level: &str) -> u8 {
+    let filter = log_filter(log_level);
+    match args.log_format {
+        LogFormat::Json => crate::logging::init_plugin_logging(&filter),
+        LogFormat::Text => crate::logging::init_cli_logging(&filter),
+    }
+    match execute(args) {
+        Ok(()) => 0,
+        Err(message) => {
+            tracing::error!(error = %message, "rollgate serve cannot start");
+            eprintln!("rollgate serve: {message}");
+            1
+        }
+    }
+}
+
+fn execute(args: ServeArgs) -> Result<(), String> {
+    let mut addresses = AddressPolicy::from_env();
+    if let Some(url) = &args.prometheus {
+        addresses.default_address =
+            Some(check_address("--prometheus", url).map_err(|e| e.to_string())?);
+    }
+    let readyz_prometheus = match (args.readyz_prometheus, &addresses.default_address) {
+        (false, _) => None,
+        (true, Some(a)) => Some(a.clone()),
+        (true, None) => {
+            return Err(
+                "--readyz-prometheus needs a default Prometheus (--prometheus or ROLLGATE_PROMETHEUS_ADDRESS)"
+                    .into(),
+            )
+        }
+    };
+    let backend = match &args.replay {
+        Some(path) => Backend::Replay(Replay::load(path).map_err(|e| e.to_string())?),
+        None => Backend::Live(Client::new()),
+    };
+    let tls = match (args.tls_cert, args.tls_key) {
+        (Some(cert), Some(key)) => Some(TlsFiles { cert, key }),
+        _ => None,
+    };
+    let grpc = match args.grpc_listen {
+        Some(addr) => Some(grpc_remote(
+            addr,
+            Engine::new(backend.clone(), addresses.clone()),
+            tls.as_ref(),
+            args.auth_token_file.as_deref(),
+        )?),
+        None => None,
+    };
+    let config = ServeConfig {
+        listen: args.listen,
+        templates_dir: args.templates,
+        tls,
+        auth_token_file: args.auth_token_file,
+        shutdown_grace: args.shutdown_grace,
+        engine: Engine::new(backend, addresses),
+        settings: Settings {
+            deadline: args.deadline,
+            request_timeout: args.request_timeout,
+            max_body_bytes: args.max_body_bytes,
+            allow_inline: !args.no_inline_specs,
+            readyz_prometheus,
+        },
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    runtime.block_on(async {
+        let server = Server::bind(config).await.map_err(|e| e.to_string())?;
+        if let Some((addr, engine, options)) = grpc {
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|e| format!("cannot listen for gRPC on {addr}: {e}"))?;
+            let mut terminate =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                    .map_err(|e| format!("cannot install signal handlers: {e}"))?;
+            tracing::info!(addr = %addr, "gRPC listening");
+            tokio::spawn(crate::grpc::remote::serve_remote(
+                listener,
+                engine,
+                options,
+                async move {
+                    terminate.recv().await;
+                },
+            ));
+        }
+        server.run().await.map_err(|e| e.to_string())
+    })?;
+    // Connections still open after the grace period are closed with the runtime.
+    runtime.shutdown_timeout(Duration::from_millis(100));
+    Ok(())
+}
+
+/// The gRPC side of `serve`: its own engine on the same backend, the HTTP side's TLS files and
+/// bearer token.
+fn grpc_remote(
+    addr: SocketAddr,
+    engine: Engine,
+    tls: Option<&TlsFiles>,
+    token_file: Option<&std::path::Path>,
+) -> Result<(SocketAddr, Arc<Engine>, RemoteOptions), String> {
+    let mut options = RemoteOptions::default();
+    if let Some(files) = tls {
+        let acceptor = crate::serve::tls::acceptor(files).map_err(|e| e.to_string())?;
+        options.tls = Some(TlsSource::Fixed(acceptor));
+    }
+    if let Some(path) = token_file {
+        let auth = Auth::from_file(path).map_err(|e| e.to_string())?;
+        options.auth = Some(Arc::new(GrpcAuth(auth)));
+    }
+    Ok((addr, Arc::new(engine), options))
+}
+
+/// The HTTP side's bearer token, checked on gRPC metadata.
+struct GrpcAuth(Auth);
+
+impl Authenticate for GrpcAuth {
+    fn authenticate(&self, authorization: Option<&[u8]>) -> Result<(), String> {
+        self.0
+            .check(authorization)
+            .map_err(|r| r.reason().to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serve_events_stay_visible_at_coarse_levels() {
+        assert_eq!(log_filter("warn"), "warn,rollgate::serve=info");
+        assert_eq!(log_filter("debug"), "debug");
+        assert_eq!(
+            log_filter("warn,rollgate::serve=warn"),
+            "warn,rollgate::serve=warn"
+        );
+        assert_eq!(
+            log_filter("warn,rollgate::serve::access=warn"),
+            "warn,rollgate::serve::access=warn,rollgate::serve=info"
+        );
+        assert_eq!(log_filter("info,hyper=warn"), "info,hyper=warn");
+    }
+}

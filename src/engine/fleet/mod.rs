@@ -1,0 +1,310 @@
+//! The `fleet` kind: fail while any target still runs the old version or has gone silent.
+//!
+//! One round of concurrent, aggregated queries (versions now, versions within maxStaleness,
+//! init containers, inventory, workload conditions), then — only when some target is silent —
+//! one query for when those were last seen. Classification is in [`state`], words and numbers
+//! in [`report`], the PromQL (shared with `rollgate rules`) in [`promql`]. docs/fleet.md
+//! explains the states and the choices.
+
+mod promql;
+mod report;
+mod rules;
+mod state;
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use futures::future::join_all;
+
+use crate::condition::{evaluate_result, Value as ConditionValue};
+use crate::measurement::Phase;
+use crate::prometheus::{PrometheusConfig, QueryRequest, QueryResponse};
+use crate::spec::duration::format_duration;
+use crate::spec::{ExpectedTargets, FleetSpec, Metric, NoDataPolicy};
+
+use super::no_data::{self, NoData};
+use super::{Engine, EvalOptions, Outcome};
+
+use promql::{last_seen_query, last_seen_window, FleetQueries};
+use report::LastSeen;
+use state::{classify, read_stalls, read_targets, read_view, Inputs};
+
+/// Most silent targets whose last sample is looked up (the message names ten).
+const LAST_SEEN_MAX: usize = 200;
+
+/// What one query of the first round is for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Versions,
+    Reporting,
+    Init,
+    Inventory,
+    Stall(promql::StallKind),
+}
+
+impl Role {
+    fn describe(self) -> String {
+        match self {
+            Role::Versions => "versions query".into(),
+            Role::Reporting => "reporting query".into(),
+            Role::Init => "init-container query".into(),
+            Role::Inventory => "expectedTargetsQuery".into(),
+            Role::Stall(k) => format!("workload query ({})", k.key()),
+        }
+    }
+}
+
+impl Engine {
+    /// Measures a `fleet` metric.
+    pub(super) async fn measure_fleet(
+        &self,
+        metric: &Metric,
+        spec: &FleetSpec,
+        no_data: NoDataPolicy,
+        config: &PrometheusConfig,
+        opts: &EvalOptions,
+        _started_at: DateTime<Utc>,
+    ) -> Outcome {
+        let mut out = Outcome::new();
+        describe(spec, &mut out.metadata);
+        let queries = FleetQueries::new(spec);
+
+        let mut round: Vec<(Role, &str)> = vec![
+            (Role::Versions, &queries.versions),
+            (Role::Reporting, &queries.reporting),
+        ];
+        if let Some(q) = &queries.init {
+            round.push((Role::Init, q));
+        }
+        if let Some(q) = &queries.inventory {
+            round.push((Role::Inventory, q));
+        }
+        for (kind, q) in &queries.stalls {
+            round.push((Role::Stall(*kind), q));
+        }
+        let answers = join_all(round.iter().map(|(_, q)| self.instant_at(config, q, opts))).await;
+
+        let mut inputs = Inputs::default();
+        let mut inventory_empty = false;
+        for ((role, _), answer) in round.iter().zip(answers) {
+            let response = match answer {
+                Ok(r) => r,
+                Err(e) => return out.error(format!("fleet {} failed: {e}", role.describe())),
+            };
+            note_warnings(&mut out, &response);
+            let read = match role {
+                Role::Versions => read_view(&response.data, &spec.group_by, &spec.version.label)
+                    .map(|v| inputs.now = v),
+                Role::Reporting => read_view(&response.data, &spec.group_by, &spec.version.label)
+                    .map(|v| inputs.recent = v),
+                Role::Init => read_view(&response.data, &spec.group_by, &spec.version.label)
+                    .map(|v| inputs.init = Some(v)),
+                Role::Inventory => read_targets(&response.data, &spec.group_by).map(|t| {
+                    inventory_empty = t.is_empty();
+                    inputs.inventory = Some(t);
+                }),
+                Role::Stall(kind) => read_stalls(&response.data, *kind, &spec.group_by)
+                    .map(|w| inputs.workloads.extend(w)),
+            };
+            if let Err(why) = read {
+                return out.error(format!("fleet {}: {why}", role.describe()));
+            }
+        }
+        if let ExpectedTargets::List(list) = &spec.expected_targets {
+            inputs.inventory = Some(list.iter().cloned().collect());
+        }
+        let partial = !out.warnings.is_empty();
+
+        // Nothing at all within maxStaleness: the selector matches nothing anywhere.
+        if inputs.now.is_empty() && inputs.recent.is_empty() {
+            if partial {
+                return out.error(incomplete("the selector matched no series"));
+            }
+            let (phase, message) =
+                no_data::verdict(no_data, "fleet.selector", &spec.selector, &NoData::Empty);
+            out.metadata
+                .insert("noData".into(), NoData::Empty.describe());
+            return out.finish(
+                phase,
+                format!(
+                    "{message} (no series with a sample in the last {})",
+                    format_duration(spec.max_staleness)
+                ),
+            );
+        }
+        if let (true, Some(q)) = (inventory_empty, &queries.inventory) {
+            if partial {
+                return out.error(incomplete("expectedTargetsQuery returned no targets"));
+            }
+            let (phase, message) =
+                no_data::verdict(no_data, "fleet.expectedTargetsQuery", q, &NoData::Empty);
+            out.metadata
+                .insert("noData".into(), NoData::Empty.describe());
+            return out.finish(phase, message);
+        }
+        if let Some(series) = label_missing_everywhere(&inputs) {
+            let message = format!(
+                "version.label {} is on none of the {} series fleet.selector matches (check version.label: image_id, image, image_spec, ...)",
+                spec.version.label,
+                report::count(series)
+            );
+            return out.error(if partial {
+                incomplete(&message)
+            } else {
+                message
+            });
+        }
+
+        let at = opts.at.unwrap_or_else(Utc::now);
+        let fleet = classify(spec, at, inputs);
+
+        let mut last_seen = LastSeen {
+            window: last_seen_window(spec.max_staleness),
+            ..LastSeen::default()
+        };
+        if !fleet.silent.is_empty() {
+            let targets: Vec<String> = fleet.silent.iter().take(LAST_SEEN_MAX).cloned().collect();
+            let query = last_seen_query(spec, &targets);
+            out.metadata.insert("query.lastSeen".into(), query.clone());
+            match self.instant_at(config, &query, opts).await {
+                Ok(response) => {
+                    note_warnings(&mut out, &response);
+                    if let crate::prometheus::QueryData::Vector(series) = &response.data {
+                        for s in series {
+                            if let Some(t) = s.labels.get(&spec.group_by) {
+                                last_seen.ages.insert(t.to_string(), s.sample.value);
+                            }
+                        }
+                    }
+                }
+                // The ages only decorate the message: the verdict stands without them.
+                Err(e) => last_seen.failed = Some(e.to_string()),
+            }
+        }
+
+        let summary = report::value(spec, &fleet);
+        out.value = summary.to_string();
+        report::metadata(&fleet, &last_seen, &mut out.metadata);
+        let message = report::message(spec, &fleet, &last_seen);
+
+        if !out.warnings.is_empty() {
+            return out.error(incomplete(&message));
+        }
+        if metric.success_condition.is_none() && metric.failure_condition.is_none() {
+            let phase = if fleet.passes(spec.min_completion) {
+                Phase::Successful
+            } else {
+                Phase::Failed
+            };
+            return out.finish(phase, message);
+        }
+        let result = ConditionValue::from(&summary);
+        match evaluate_result(
+            &result,
+            metric.success_condition.as_ref(),
+            metric.failure_condition.as_ref(),
+        ) {
+            Ok(phase) => {
+                let why = explain(metric, phase);
+                out.finish(phase, format!("{message}; {why}"))
+            }
+            Err(failure) => out.error(format!("{message}; {failure}")),
+        }
+    }
+
+    async fn instant_at(
+        &self,
+        config: &PrometheusConfig,
+        query: &str,
+        opts: &EvalOptions,
+    ) -> Result<QueryResponse, crate::prometheus::PrometheusError> {
+        let request = QueryRequest::Instant {
+            query: query.to_string(),
+            time: opts.at,
+        };
+        self.backend.query(config, &request, opts.deadline).await
+    }
+}
+
+/// Notes a response's warnings once each: every query of a partial store says the same.
+fn note_warnings(out: &mut Outcome, response: &QueryResponse) {
+    for w in &response.warnings {
+        if !out.warnings.contains(w) {
+            out.warnings.push(w.clone());
+        }
+    }
+}
+
+/// Warnings (Thanos partial responses, ...) mean some series may be missing: a target could
+/// look silent or current only because its store did not answer. So no verdict: Error, which
+/// Argo retries up to consecutiveErrorLimit, never a pass.
+fn incomplete(what: &str) -> String {
+    format!("Prometheus returned warnings, so the fleet data may be incomplete and no verdict is given; on the data received: {what}")
+}
+
+/// When every series lacks the version label, `version.label` is wrong, not the fleet: the
+/// number of series in that case.
+fn label_missing_everywhere(inputs: &Inputs) -> Option<u64> {
+    let views = [&inputs.now, &inputs.recent];
+    let labelled = views
+        .iter()
+        .any(|v| v.values().any(|t| !t.versions.is_empty()));
+    if labelled {
+        return None;
+    }
+    let view = if inputs.now.is_empty() {
+        &inputs.recent
+    } else {
+        &inputs.now
+    };
+    Some(view.values().map(|t| t.unlabelled).sum())
+}
+
+fn explain(metric: &Metric, phase: Phase) -> String {
+    let src = |c: &Option<crate::condition::Condition>| c.as_ref().map(|c| c.source().to_string());
+    match (
+        phase,
+        src(&metric.success_condition),
+        src(&metric.failure_condition),
+    ) {
+        (Phase::Successful, Some(s), _) => format!("successCondition `{s}` holds"),
+        (Phase::Successful, None, Some(f)) => format!("failureCondition `{f}` does not hold"),
+        (Phase::Failed, _, Some(f)) => format!("failureCondition `{f}` holds"),
+        (Phase::Failed, Some(s), None) => format!("successCondition `{s}` does not hold"),
+        (Phase::Inconclusive, _, _) => "neither successCondition nor failureCondition holds".into(),
+        (phase, _, _) => format!("{phase}"),
+    }
+}
+
+/// The queries a fleet metric will send, for `GetMetadata` and dry-run output.
+pub(super) fn describe(spec: &FleetSpec, meta: &mut BTreeMap<String, String>) {
+    let q = FleetQueries::new(spec);
+    meta.insert("selector".into(), spec.selector.clone());
+    meta.insert("groupBy".into(), spec.group_by.clone());
+    meta.insert("version.label".into(), spec.version.label.clone());
+    meta.insert("version.expected".into(), spec.version.expected.describe());
+    meta.insert("maxStaleness".into(), format_duration(spec.max_staleness));
+    meta.insert(
+        "minCompletion".into(),
+        crate::engine::result::format_number(spec.min_completion),
+    );
+    meta.insert(
+        "expectedTargets".into(),
+        match &spec.expected_targets {
+            ExpectedTargets::List(l) => format!("{} listed", l.len()),
+            ExpectedTargets::Query(_) => "from expectedTargetsQuery".into(),
+            ExpectedTargets::Reporting => "reporting".into(),
+        },
+    );
+    meta.insert("query.versions".into(), q.versions);
+    meta.insert("query.reporting".into(), q.reporting);
+    if let Some(init) = q.init {
+        meta.insert("query.init".into(), init);
+    }
+    if let Some(inv) = q.inventory {
+        meta.insert("query.inventory".into(), inv);
+    }
+    for (kind, query) in q.stalls {
+        meta.insert(format!("query.stall.{}", kind.key()), query);
+    }
+}

@@ -1,0 +1,436 @@
+//! The PromQL of the fleet kind, in one place: the gate and `rollgate rules` build their
+//! queries here, so both share one definition of "done".
+//!
+//! Every query aggregates in Prometheus (`count by (target, version)`), so a response has one
+//! series per target and version, whatever the number of pods.
+
+use std::time::Duration;
+
+use crate::spec::duration::format_duration;
+use crate::spec::{ExpectedVersion, FleetSpec, LabelMatcher, MatchKind};
+
+/// Labels that describe one container or pod, not the workload: dropped from the selector's
+/// matchers when the workload series (which lack them) are selected.
+const POD_LABELS: &[&str] = &[
+    "container",
+    "container_id",
+    "pod",
+    "uid",
+    "node",
+    "host_ip",
+    "pod_ip",
+    "image",
+    "image_id",
+    "image_spec",
+    "created_by_kind",
+    "created_by_name",
+];
+/// Labels that describe one container: dropped when selecting the init containers of the
+/// same pods (they have other names and may have other images).
+const CONTAINER_LABELS: &[&str] = &[
+    "container",
+    "container_id",
+    "image",
+    "image_id",
+    "image_spec",
+];
+
+/// The shortest history kept for the DaemonSet-shrink check.
+const MIN_HISTORY: Duration = Duration::from_secs(3600);
+/// How far back the last sample of a silent target is looked for, at least.
+const MIN_LAST_SEEN_WINDOW: Duration = Duration::from_secs(24 * 3600);
+/// ... and at most.
+const MAX_LAST_SEEN_WINDOW: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// One workload condition that counts as a stall (or, for `shrunk`, is only reported).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StallKind {
+    /// DaemonSet: desired - updated > 0.
+    DaemonSetNotUpdated,
+    /// DaemonSet: desired - ready > 0.
+    DaemonSetNotReady,
+    /// DaemonSet: max of desired over the history window - desired now > 0 (reported only).
+    DaemonSetShrunk,
+    /// Deployment: spec replicas - updated replicas > 0.
+    DeploymentNotUpdated,
+    /// Deployment: metadata generation - observed generation > 0.
+    DeploymentGeneration,
+    /// StatefulSet: current revision != update revision.
+    StatefulSetRevision,
+}
+
+impl StallKind {
+    /// Every kind, in the order they are reported (DaemonSets, Deployments, StatefulSets).
+    pub const ALL: [StallKind; 6] = [
+        StallKind::DaemonSetNotUpdated,
+        StallKind::DaemonSetNotReady,
+        StallKind::DaemonSetShrunk,
+        StallKind::DeploymentNotUpdated,
+        StallKind::DeploymentGeneration,
+        StallKind::StatefulSetRevision,
+    ];
+
+    /// The workload kind as Kubernetes names it.
+    pub fn workload(self) -> &'static str {
+        match self {
+            StallKind::DaemonSetNotUpdated
+            | StallKind::DaemonSetNotReady
+            | StallKind::DaemonSetShrunk => "DaemonSet",
+            StallKind::DeploymentNotUpdated | StallKind::DeploymentGeneration => "Deployment",
+            StallKind::StatefulSetRevision => "StatefulSet",
+        }
+    }
+
+    /// The kube-state-metrics label that names the workload.
+    pub fn name_label(self) -> &'static str {
+        match self.workload() {
+            "DaemonSet" => "daemonset",
+            "Deployment" => "deployment",
+            _ => "statefulset",
+        }
+    }
+
+    /// Key in metadata (`query.stall.<key>`).
+    pub fn key(self) -> &'static str {
+        match self {
+            StallKind::DaemonSetNotUpdated => "daemonsetNotUpdated",
+            StallKind::DaemonSetNotReady => "daemonsetNotReady",
+            StallKind::DaemonSetShrunk => "daemonsetShrunk",
+            StallKind::DeploymentNotUpdated => "deploymentNotUpdated",
+            StallKind::DeploymentGeneration => "deploymentGeneration",
+            StallKind::StatefulSetRevision => "statefulsetRevision",
+        }
+    }
+
+    /// Whether this condition fails the gate (a shrunk DaemonSet is only reported).
+    pub fn fails(self) -> bool {
+        self != StallKind::DaemonSetShrunk
+    }
+}
+
+/// Every query the fleet gate sends (the last-seen query is built on demand).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FleetQueries {
+    /// `count by (G, V) (S)`: versions of the series present now.
+    pub versions: String,
+    /// `count by (G, V) (last_over_time(S[maxStaleness]))`: who reported within maxStaleness,
+    /// and the last known versions of targets absent from the current view.
+    pub reporting: String,
+    /// Init containers of the selected pods, when included.
+    pub init: Option<String>,
+    /// `count by (G) (expectedTargetsQuery)`, when the inventory is a query.
+    pub inventory: Option<String>,
+    /// Workload conditions, when `workloads: true`.
+    pub stalls: Vec<(StallKind, String)>,
+}
+
+impl FleetQueries {
+    /// The queries for `spec`.
+    pub fn new(spec: &FleetSpec) -> FleetQueries {
+        let g = &spec.group_by;
+        let v = &spec.version.label;
+        let s = &spec.selector;
+        FleetQueries {
+            versions: format!("count by ({g}, {v}) ({s})"),
+            reporting: format!(
+                "count by ({g}, {v}) (last_over_time({s}[{}]))",
+                format_duration(spec.max_staleness)
+            ),
+            init: spec.include_init_containers.then(|| {
+                format!(
+                    "count by ({g}, {v}) ({} and on ({}) {s})",
+                    init_selector(spec),
+                    join_on(g, &["namespace", "pod"])
+                )
+            }),
+            inventory: match &spec.expected_targets {
+                crate::spec::ExpectedTargets::Query(q) => Some(format!("count by ({g}) ({q})")),
+                _ => None,
+            },
+            stalls: if spec.workloads {
+                StallKind::ALL
+                    .iter()
+                    .map(|k| (*k, stall_query(spec, *k)))
+                    .collect()
+            } else {
+                Vec::new()
+            },
+        }
+    }
+}
+
+/// `time() - <last sample time>` per target, for the targets named (the silent ones), looked
+/// for over [`last_seen_window`]. `timestamp()` is applied to the raw series inside a
+/// subquery because `timestamp(last_over_time(...))` gives the evaluation time, not the
+/// sample's; the subquery step (1 to 5 minutes, below the usual 5 m lookback) keeps the
+/// answer within a step of the truth.
+pub fn last_seen_query(spec: &FleetSpec, targets: &[String]) -> String {
+    let window = last_seen_window(spec.max_staleness);
+    let step = (window / 1440).clamp(Duration::from_secs(60), Duration::from_secs(300));
+    let mut matchers = spec.series.matchers.clone();
+    matchers.push(LabelMatcher {
+        name: spec.group_by.clone(),
+        op: MatchKind::Regex,
+        value: alternation(targets),
+    });
+    let selector = render_selector(spec.series.metric.as_deref(), &matchers);
+    format!(
+        "time() - max by ({g}) (max_over_time(timestamp({selector})[{}:{}]))",
+        format_duration(window),
+        format_duration(step),
+        g = spec.group_by
+    )
+}
+
+/// How far back a silent target's last sample is looked for: 4 x maxStaleness, within
+/// [24h, 7d].
+pub fn last_seen_window(max_staleness: Duration) -> Duration {
+    (max_staleness * 4).clamp(MIN_LAST_SEEN_WINDOW, MAX_LAST_SEEN_WINDOW)
+}
+
+/// The window a DaemonSet's desired count is compared over: 4 x maxStaleness, at least 1 h.
+pub fn history_window(max_staleness: Duration) -> Duration {
+    (max_staleness * 4).max(MIN_HISTORY)
+}
+
+/// The PromQL of one workload condition; every result series names the target, namespace
+/// and workload, and its value is the lag (1 for revisions).
+pub fn stall_query(spec: &FleetSpec, kind: StallKind) -> String {
+    let g = &spec.group_by;
+    let w = |metric: &str| workload_selector(spec, metric);
+    let on = join_on(g, &["namespace", kind.name_label()]);
+    let lag = |left: &str, right: &str| format!("({} - on ({on}) {}) > 0", w(left), w(right));
+    match kind {
+        StallKind::DaemonSetNotUpdated => lag(
+            "kube_daemonset_status_desired_number_scheduled",
+            "kube_daemonset_status_updated_number_scheduled",
+        ),
+        StallKind::DaemonSetNotReady => lag(
+            "kube_daemonset_status_desired_number_scheduled",
+            "kube_daemonset_status_number_ready",
+        ),
+        StallKind::DaemonSetShrunk => {
+            let d = w("kube_daemonset_status_desired_number_scheduled");
+            format!(
+                "(max_over_time({d}[{}]) - {d}) > 0",
+                format_duration(history_window(spec.max_staleness))
+            )
+        }
+        StallKind::DeploymentNotUpdated => lag(
+            "kube_deployment_spec_replicas",
+            "kube_deployment_status_replicas_updated",
+        ),
+        StallKind::DeploymentGeneration => lag(
+            "kube_deployment_metadata_generation",
+            "kube_deployment_status_observed_generation",
+        ),
+        StallKind::StatefulSetRevision => format!(
+            "{} unless on ({}) {}",
+            w("kube_statefulset_status_current_revision"),
+            join_on(g, &["namespace", "statefulset", "revision"]),
+            w("kube_statefulset_status_update_revision")
+        ),
+    }
+}
+
+/// `kube_pod_init_container_info` with the selector's matchers minus the container ones.
+pub fn init_selector(spec: &FleetSpec) -> String {
+    let matchers: Vec<LabelMatcher> = spec
+        .series
+        .matchers
+        .iter()
+        .filter(|m| !CONTAINER_LABELS.contains(&m.name.as_str()) && m.name != spec.version.label)
+        .cloned()
+        .collect();
+    render_selector(Some(crate::spec::INIT_CONTAINER_INFO), &matchers)
+}
+
+/// A workload metric with the selector's matchers minus the pod and container ones, so that
+/// a `namespace` (and `cluster`, `job`, ...) matcher scopes the workloads too.
+pub fn workload_selector(spec: &FleetSpec, metric: &str) -> String {
+    let matchers: Vec<LabelMatcher> = spec
+        .series
+        .matchers
+        .iter()
+        .filter(|m| {
+            !POD_LABELS.contains(&m.name.as_str())
+                && m.name != spec.version.label
+                && m.name != "__name__"
+        })
+        .cloned()
+        .collect();
+    render_selector(Some(metric), &matchers)
+}
+
+/// A PromQL label matcher (RE2, anchored by Prometheus) that matches the expected version:
+/// `(op, value)` with op `=` or `=~`. A bare digest also matches `<anything>@<digest>`.
+pub fn expected_matcher(expected: &ExpectedVersion) -> (MatchKind, String) {
+    match expected {
+        ExpectedVersion::Exact(v) if crate::spec::is_bare_digest(v) => {
+            (MatchKind::Regex, format!("(?:.*@)?{}", escape_regex(v)))
+        }
+        ExpectedVersion::Exact(v) => (MatchKind::Equal, v.clone()),
+        ExpectedVersion::Regex(r) => (MatchKind::Regex, r.source().to_string()),
+    }
+}
+
+/// `name{a="b", c=~"d"}`; `{...}` alone when there is no name.
+pub fn render_selector(metric: Option<&str>, matchers: &[LabelMatcher]) -> String {
+    let inner: Vec<String> = matchers
+        .iter()
+        .map(|m| format!("{}{}{}", m.name, m.op.as_str(), quote(&m.value)))
+        .collect();
+    match (metric, inner.is_empty()) {
+        (Some(name), true) => name.to_string(),
+        (Some(name), false) => format!("{name}{{{}}}", inner.join(", ")),
+        (None, _) => format!("{{{}}}", inner.join(", ")),
+    }
+}
+
+/// A PromQL double-quoted string literal.
+pub fn quote(value: &str) -> String {
+    let mut out = String::with_capacity(value.len() + 2);
+    out.push('"');
+    for c in value.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// A regex that matches exactly the given values.
+pub fn alternation(values: &[String]) -> String {
+    values
+        .iter()
+        .map(|v| escape_regex(v))
+        .collect::<Vec<_>>()
+        .join("|")
+}
+
+/// Escapes the RE2 metacharacters of a literal (and only those, so names stay readable).
+pub fn escape_regex(literal: &str) -> String {
+    let mut out = String::with_capacity(literal.len());
+    for c in literal.chars() {
+        if "\\.+*?()|[]{}^$".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// `g, a, b` without repeating `g` when it is one of the others.
+fn join_on(g: &str, others: &[&str]) -> String {
+    let mut labels = vec![g];
+    labels.extend(others.iter().copied().filter(|o| *o != g));
+    labels.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn spec(extra: serde_json::Value) -> FleetSpec {
+        let mut v = json!({
+            "selector": "kube_pod_container_info{namespace=\"monitoring\", container=\"node-agent\"}",
+            "version": {"expected": "sha256:35c1e11408120e3942e771102f0172aee75829d3a87f9f5909d53b5f40bfc814"},
+            "expectedTargets": ["edge-01"],
+        });
+        for (k, x) in extra.as_object().unwrap() {
+            v[k] = x.clone();
+        }
+        FleetSpec::from_value(&v, "fleet").unwrap()
+    }
+
+    #[test]
+    fn queries_aggregate_by_target_and_version() {
+        let q = FleetQueries::new(&spec(
+            json!({"includeInitContainers": true, "workloads": true}),
+        ));
+        let s = r#"kube_pod_container_info{namespace="monitoring", container="node-agent"}"#;
+        assert_eq!(q.versions, format!("count by (cluster, image_id) ({s})"));
+        assert_eq!(
+            q.reporting,
+            format!("count by (cluster, image_id) (last_over_time({s}[15m]))")
+        );
+        assert_eq!(
+            q.init.as_deref().unwrap(),
+            format!("count by (cluster, image_id) (kube_pod_init_container_info{{namespace=\"monitoring\"}} and on (cluster, namespace, pod) {s})")
+        );
+        assert_eq!(q.stalls.len(), 6);
+        assert_eq!(
+            q.stalls[0].1,
+            "(kube_daemonset_status_desired_number_scheduled{namespace=\"monitoring\"} - on (cluster, namespace, daemonset) kube_daemonset_status_updated_number_scheduled{namespace=\"monitoring\"}) > 0"
+        );
+        assert_eq!(
+            q.stalls[2].1,
+            "(max_over_time(kube_daemonset_status_desired_number_scheduled{namespace=\"monitoring\"}[1h]) - kube_daemonset_status_desired_number_scheduled{namespace=\"monitoring\"}) > 0"
+        );
+        for (_, query) in &q.stalls {
+            crate::spec::check_promql("q", query).unwrap();
+        }
+        crate::spec::check_promql("q", q.init.as_deref().unwrap()).unwrap();
+    }
+
+    #[test]
+    fn last_seen_looks_back_at_least_a_day() {
+        let f = spec(json!({}));
+        let q = last_seen_query(&f, &["edge-05".into(), "edge.x".into()]);
+        assert_eq!(
+            q,
+            r#"time() - max by (cluster) (max_over_time(timestamp(kube_pod_container_info{namespace="monitoring", container="node-agent", cluster=~"edge-05|edge\\.x"})[1d:1m]))"#
+        );
+        crate::spec::check_promql("q", &q).unwrap();
+        assert_eq!(
+            last_seen_window(Duration::from_secs(7 * 86400)),
+            MAX_LAST_SEEN_WINDOW
+        );
+        let long = spec(json!({"maxStaleness": "1d"}));
+        assert!(last_seen_query(&long, &["a".into()]).contains("[4d:4m]"));
+    }
+
+    #[test]
+    fn quoting_round_trips_through_the_parser() {
+        let m = vec![LabelMatcher {
+            name: "a".into(),
+            op: MatchKind::NotRegex,
+            value: "x\\.y|\"q\"\n".into(),
+        }];
+        let text = render_selector(Some("up"), &m);
+        let parsed = promql_parser::parser::parse(&text).unwrap();
+        match parsed {
+            promql_parser::parser::Expr::VectorSelector(vs) => {
+                assert_eq!(vs.matchers.matchers[0].value, "x\\.y|\"q\"\n")
+            }
+            other => panic!("{other}"),
+        }
+    }
+
+    #[test]
+    fn expected_matchers() {
+        let f = spec(json!({}));
+        let (op, re) = expected_matcher(&f.version.expected);
+        assert_eq!(op, MatchKind::Regex);
+        let anchored = regex::Regex::new(&format!("^(?:{re})$")).unwrap();
+        assert!(anchored.is_match(
+            "docker.io/a@sha256:35c1e11408120e3942e771102f0172aee75829d3a87f9f5909d53b5f40bfc814"
+        ));
+        assert!(anchored
+            .is_match("sha256:35c1e11408120e3942e771102f0172aee75829d3a87f9f5909d53b5f40bfc814"));
+        assert!(!anchored
+            .is_match("sha256:35c1e11408120e3942e771102f0172aee75829d3a87f9f5909d53b5f40bfc81"));
+        let tag = spec(json!({"version": {"label": "image", "expected": "a:1"}}));
+        assert_eq!(
+            expected_matcher(&tag.version.expected),
+            (MatchKind::Equal, "a:1".into())
+        );
+    }
+}

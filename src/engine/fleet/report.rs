@@ -1,0 +1,507 @@
+//! The fleet verdict in words and numbers: the one-sentence message, the JSON `value` and the
+//! per-target lists in `metadata`.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde_json::{json, Map, Value};
+
+use crate::engine::result::format_count;
+use crate::spec::duration::format_duration;
+use crate::spec::{is_bare_digest, FleetSpec};
+
+use super::state::{Excused, Fleet, Straggler, Workload};
+
+/// Targets named in a message per list; the rest is a count.
+const SHOWN: usize = 10;
+/// Names per metadata list before it is cut (AnalysisRun objects live in etcd, ~1.5 MB max).
+const METADATA_MAX: usize = 2000;
+
+/// When the silent targets were last seen.
+#[derive(Debug, Clone, Default)]
+pub struct LastSeen {
+    /// Target -> seconds since its last sample (targets absent were not seen in `window`).
+    pub ages: BTreeMap<String, f64>,
+    /// How far back the last sample was looked for.
+    pub window: Duration,
+    /// Why the ages are unknown, when the lookup failed.
+    pub failed: Option<String>,
+}
+
+/// The message: why the verdict, failures first, then completion, then notes.
+pub fn message(spec: &FleetSpec, fleet: &Fleet, last_seen: &LastSeen) -> String {
+    let noun = plural(&spec.group_by);
+    let n = fleet.inventory_size;
+    let mut parts: Vec<String> = Vec::new();
+    if !fleet.stragglers.is_empty() {
+        parts.push(format!(
+            "{} of {n} {noun} still {} {} ({})",
+            fleet.stragglers.len(),
+            run(fleet.stragglers.len()),
+            old_versions(&fleet.stragglers, &spec.version.label),
+            listing(fleet.stragglers.iter().map(|s| straggler_item(s, spec)))
+        ));
+    }
+    if !fleet.silent.is_empty() {
+        parts.push(format!(
+            "{} of {n} {noun} silent for > {} ({})",
+            fleet.silent.len(),
+            format_duration(spec.max_staleness),
+            listing(fleet.silent.iter().map(|t| silent_item(t, last_seen)))
+        ));
+    }
+    if !fleet.outside_old.is_empty() {
+        let k = fleet.outside_old.len();
+        parts.push(format!(
+            "{k} {} outside the inventory still {} {} ({})",
+            counted(&spec.group_by, k),
+            run(k),
+            old_versions(&fleet.outside_old, &spec.version.label),
+            listing(fleet.outside_old.iter().map(|s| straggler_item(s, spec)))
+        ));
+    }
+    if !fleet.stalled.is_empty() {
+        parts.push(format!(
+            "{} {} stalled ({})",
+            fleet.stalled.len(),
+            if fleet.stalled.len() == 1 {
+                "workload"
+            } else {
+                "workloads"
+            },
+            listing(fleet.stalled.iter().map(workload_item))
+        ));
+    }
+    let done = fleet.current.len() + fleet.excepted_expected;
+    let summary = if fleet.stragglers.is_empty() && fleet.silent.is_empty() {
+        format!(
+            "{done} of {n} {noun} {} {}",
+            if fleet.excepted_expected > 0 {
+                "current or excepted, on"
+            } else {
+                "current on"
+            },
+            short_version(&spec.version.expected.describe())
+        )
+    } else {
+        format!(
+            "{} of {n} {noun} current or excepted, {} required",
+            percent(fleet.completion()),
+            percent(spec.min_completion)
+        )
+    };
+    parts.push(summary);
+    let outside_current: Vec<&String> = fleet
+        .unexpected
+        .iter()
+        .filter(|t| !fleet.outside_old.iter().any(|s| &s.target == *t))
+        .collect();
+    if !outside_current.is_empty() {
+        parts.push(format!(
+            "{} {} outside the inventory {} the expected version ({})",
+            outside_current.len(),
+            counted(&spec.group_by, outside_current.len()),
+            if outside_current.len() == 1 {
+                "reports"
+            } else {
+                "report"
+            },
+            listing(outside_current.iter().map(|t| display_target(t, spec)))
+        ));
+    }
+    if !fleet.excepted.is_empty() {
+        parts.push(format!(
+            "{} excepted ({})",
+            fleet.excepted.len(),
+            listing(fleet.excepted.iter().map(|e| format!(
+                "{}: {}, until {}",
+                display_target(&e.target, spec),
+                e.reason,
+                e.until
+            )))
+        ));
+    }
+    if !fleet.expired.is_empty() {
+        parts.push(format!(
+            "{} expired {} no longer {} ({})",
+            fleet.expired.len(),
+            if fleet.expired.len() == 1 {
+                "exception"
+            } else {
+                "exceptions"
+            },
+            if fleet.expired.len() == 1 {
+                "counts"
+            } else {
+                "count"
+            },
+            listing(fleet.expired.iter().map(|e| format!(
+                "{} until {}",
+                display_target(&e.target, spec),
+                e.until
+            )))
+        ));
+    }
+    if !fleet.noticed.is_empty() {
+        parts.push(format!(
+            "noticed, not failing: {}",
+            listing(fleet.noticed.iter().map(workload_item))
+        ));
+    }
+    if !fleet.from_last_samples.is_empty() {
+        parts.push(format!(
+            "{} not in the current view, judged on their samples of the last {} ({})",
+            fleet.from_last_samples.len(),
+            format_duration(spec.max_staleness),
+            listing(
+                fleet
+                    .from_last_samples
+                    .iter()
+                    .map(|t| display_target(t, spec))
+            )
+        ));
+    }
+    if fleet.reporting_inventory {
+        parts.push(format!(
+            "silent {noun} cannot be detected with expectedTargets: reporting"
+        ));
+    }
+    parts.join("; ")
+}
+
+/// The JSON summary: counts per state, completion, versions with their series counts.
+pub fn value(spec: &FleetSpec, fleet: &Fleet) -> Value {
+    let counts = |m: &BTreeMap<String, u64>| -> Value {
+        Value::Object(
+            m.iter()
+                .map(|(k, v)| (k.clone(), json!(v)))
+                .collect::<Map<_, _>>(),
+        )
+    };
+    let mut v = json!({
+        "expected": fleet.inventory_size,
+        "current": fleet.current.len(),
+        "stragglers": fleet.stragglers.len(),
+        "silent": fleet.silent.len(),
+        "unexpected": fleet.unexpected.len(),
+        "stragglersOutsideInventory": fleet.outside_old.len(),
+        "excepted": fleet.excepted.len(),
+        "expiredExceptions": fleet.expired.len(),
+        "stalledWorkloads": fleet.stalled.len(),
+        "completion": round6(fleet.completion()),
+        "minCompletion": spec.min_completion,
+        "versions": counts(&fleet.versions),
+        "unlabelled": fleet.unlabelled,
+    });
+    if spec.include_init_containers {
+        v["initVersions"] = counts(&fleet.init_versions);
+    }
+    v
+}
+
+/// The full per-target lists (comma-separated) and counts for `metadata`.
+pub fn metadata(fleet: &Fleet, last_seen: &LastSeen, meta: &mut BTreeMap<String, String>) {
+    let mut put = |key: &str, items: Vec<String>| {
+        if !items.is_empty() {
+            meta.insert(key.to_string(), capped(items));
+        }
+    };
+    put(
+        "stragglers",
+        fleet.stragglers.iter().map(|s| s.target.clone()).collect(),
+    );
+    put("silent", fleet.silent.clone());
+    put("unexpected", fleet.unexpected.clone());
+    put(
+        "stragglersOutsideInventory",
+        fleet.outside_old.iter().map(|s| s.target.clone()).collect(),
+    );
+    put(
+        "excepted",
+        fleet.excepted.iter().map(|e| e.target.clone()).collect(),
+    );
+    put(
+        "expiredExceptions",
+        fleet.expired.iter().map(excused_id).collect(),
+    );
+    put("stalled", fleet.stalled.iter().map(Workload::id).collect());
+    put("noticed", fleet.noticed.iter().map(Workload::id).collect());
+    put("fromLastSamples", fleet.from_last_samples.clone());
+    put(
+        "unlabelledTargets",
+        fleet
+            .stragglers
+            .iter()
+            .chain(&fleet.outside_old)
+            .filter(|s| s.unlabelled > 0)
+            .map(|s| s.target.clone())
+            .collect(),
+    );
+    put(
+        "silentLastSeen",
+        fleet
+            .silent
+            .iter()
+            .filter_map(|t| last_seen.ages.get(t).map(|a| format!("{t}={}s", a.round())))
+            .collect(),
+    );
+    if let Some(why) = &last_seen.failed {
+        meta.insert("silentLastSeen.error".into(), why.clone());
+    }
+    meta.insert("current".into(), fleet.current.len().to_string());
+    meta.insert("expected".into(), fleet.inventory_size.to_string());
+}
+
+fn excused_id(e: &Excused) -> String {
+    format!("{} (until {})", e.target, e.until)
+}
+
+fn capped(items: Vec<String>) -> String {
+    let total = items.len();
+    let mut text = items
+        .into_iter()
+        .take(METADATA_MAX)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if total > METADATA_MAX {
+        text.push_str(&format!(", ... and {} more", total - METADATA_MAX));
+    }
+    text
+}
+
+/// `a, b, c` for the first ten, then `and N more`.
+fn listing(items: impl Iterator<Item = String>) -> String {
+    let mut shown = Vec::new();
+    let mut rest = 0usize;
+    for item in items {
+        if shown.len() < SHOWN {
+            shown.push(item);
+        } else {
+            rest += 1;
+        }
+    }
+    if rest > 0 {
+        shown.push(format!("and {rest} more"));
+    }
+    shown.join(", ")
+}
+
+fn display_target(target: &str, spec: &FleetSpec) -> String {
+    if target.is_empty() {
+        format!("(no {} label)", spec.group_by)
+    } else {
+        target.to_string()
+    }
+}
+
+/// `edge-017 3 pods`, `edge-250 1 pod without image_id`, `edge-120 1 init container`.
+fn straggler_item(s: &Straggler, spec: &FleetSpec) -> String {
+    let mut what = Vec::new();
+    if s.old > 0 {
+        what.push(format!(
+            "{} {}",
+            s.old,
+            if s.old == 1 { "pod" } else { "pods" }
+        ));
+    }
+    if s.unlabelled > 0 {
+        what.push(format!(
+            "{} {} without {}",
+            s.unlabelled,
+            if s.unlabelled == 1 { "pod" } else { "pods" },
+            spec.version.label
+        ));
+    }
+    if s.old_init > 0 {
+        what.push(format!(
+            "{} init {}",
+            s.old_init,
+            if s.old_init == 1 {
+                "container"
+            } else {
+                "containers"
+            }
+        ));
+    }
+    format!("{} {}", display_target(&s.target, spec), what.join(" + "))
+}
+
+fn silent_item(target: &str, last_seen: &LastSeen) -> String {
+    match (last_seen.ages.get(target), &last_seen.failed) {
+        (Some(age), _) => format!("{target} last seen {} ago", human_age(*age)),
+        (None, Some(_)) => format!("{target} last seen: unknown"),
+        (None, None) => format!("{target} not seen in {}", format_duration(last_seen.window)),
+    }
+}
+
+fn workload_item(w: &Workload) -> String {
+    format!(
+        "{} {}/{} in {}: {}",
+        w.kind,
+        w.namespace,
+        w.name,
+        if w.target.is_empty() {
+            "(no target label)"
+        } else {
+            &w.target
+        },
+        w.details.join(" and ")
+    )
+}
+
+/// The other versions of a set of stragglers, for "still run ...".
+fn old_versions(stragglers: &[Straggler], label: &str) -> String {
+    let mut versions: BTreeMap<&str, ()> = BTreeMap::new();
+    let mut unlabelled = false;
+    for s in stragglers {
+        for v in &s.versions {
+            versions.insert(v, ());
+        }
+        unlabelled |= s.unlabelled > 0;
+    }
+    match (versions.len(), unlabelled) {
+        (0, _) => format!("containers without {label}"),
+        (1, false) => versions
+            .keys()
+            .next()
+            .map(|v| short_version(v))
+            .unwrap_or_default(),
+        (1, true) => format!(
+            "{} or no {label}",
+            versions
+                .keys()
+                .next()
+                .map(|v| short_version(v))
+                .unwrap_or_default()
+        ),
+        (n, _) if n <= 3 => versions
+            .keys()
+            .map(|v| short_version(v))
+            .collect::<Vec<_>>()
+            .join(" or "),
+        (n, _) => format!("{n} other versions"),
+    }
+}
+
+/// `repo@sha256:<64 hex>` and `sha256:<64 hex>` become `sha256:<12 hex>…`; long values are cut.
+pub fn short_version(v: &str) -> String {
+    let digest = v.rsplit_once('@').map_or(v, |(_, d)| d);
+    if is_bare_digest(digest) {
+        if let Some((algo, hex)) = digest.split_once(':') {
+            return format!("{algo}:{}…", hex.get(..12).unwrap_or(hex));
+        }
+    }
+    if v.chars().count() > 64 {
+        let cut: String = v.chars().take(61).collect();
+        return format!("{cut}…");
+    }
+    v.to_string()
+}
+
+/// "run" or "runs" after a count of targets.
+fn run(count: usize) -> &'static str {
+    if count == 1 {
+        "runs"
+    } else {
+        "run"
+    }
+}
+
+/// The target noun for a count: `1 cluster`, `2 clusters`.
+fn counted(label: &str, count: usize) -> String {
+    if count == 1 {
+        label.to_string()
+    } else {
+        plural(label)
+    }
+}
+
+fn plural(label: &str) -> String {
+    if label.ends_with('s') {
+        format!("{label}es")
+    } else {
+        format!("{label}s")
+    }
+}
+
+fn percent(x: f64) -> String {
+    let p = x * 100.0;
+    if (p - p.round()).abs() < 1e-9 {
+        format!("{} %", p.round())
+    } else {
+        // Rounded down, so that 99.96 % never reads as a pass-looking 100 %.
+        format!("{:.1} %", ((p * 10.0) + 1e-6).floor() / 10.0)
+    }
+}
+
+fn human_age(seconds: f64) -> String {
+    let s = seconds.max(0.0).round() as u64;
+    match s {
+        0..=119 => format!("{s}s"),
+        120..=7199 => format!("{}m", s / 60),
+        7200..=172_799 => {
+            let h = s / 3600;
+            let m = (s % 3600) / 60;
+            if m == 0 || h >= 10 {
+                format!("{h}h")
+            } else {
+                format!("{h}h{m}m")
+            }
+        }
+        _ => format!("{}d", s / 86400),
+    }
+}
+
+fn round6(x: f64) -> f64 {
+    (x * 1e6).round() / 1e6
+}
+
+/// `12,345` style counts for the describe output.
+pub fn count(n: u64) -> String {
+    format_count(n as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_versions() {
+        assert_eq!(
+            short_version("docker.io/acme/node-agent@sha256:513e5258ccf337657a74bcf99c6689575996caa51a1c92392ca920cc72be477a"),
+            "sha256:513e5258ccf3…"
+        );
+        assert_eq!(
+            short_version("acme/node-agent:1.5.0"),
+            "acme/node-agent:1.5.0"
+        );
+    }
+
+    #[test]
+    fn ages_and_percentages() {
+        assert_eq!(human_age(7200.0), "2h");
+        assert_eq!(human_age(5400.0), "90m");
+        assert_eq!(human_age(9000.0), "2h30m");
+        assert_eq!(human_age(30.0), "30s");
+        assert_eq!(human_age(3.0 * 86400.0), "3d");
+        assert_eq!(percent(1.0), "100 %");
+        assert_eq!(percent(0.9625), "96.2 %");
+        assert_eq!(
+            percent(0.99999),
+            "99.9 %",
+            "never rounds up to a pass-looking 100 %"
+        );
+        assert_eq!(plural("cluster"), "clusters");
+        assert_eq!(plural("address"), "addresses");
+    }
+
+    #[test]
+    fn listings_show_ten_then_count() {
+        let items = (0..14).map(|i| format!("t{i}"));
+        let text = listing(items);
+        assert!(text.starts_with("t0, t1"), "{text}");
+        assert!(text.ends_with("t9, and 4 more"), "{text}");
+        let many: Vec<String> = (0..2003).map(|i| i.to_string()).collect();
+        assert!(capped(many).ends_with(", ... and 3 more"));
+    }
+}

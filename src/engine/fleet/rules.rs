@@ -1,0 +1,366 @@
+//! `rollgate rules`: a PrometheusRule whose alerts use the gate's own definition of "done".
+//!
+//! The selectors, staleness window, version matcher, workload conditions and exceptions come
+//! from [`super::promql`], as for the gate. Alerts: an expected target silent for
+//! `maxStaleness`; a workload stalled for 15 minutes (with `workloads: true`); an old version
+//! still present after `completionDeadline` (when given).
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::engine::Engine;
+use crate::spec::duration::format_duration;
+use crate::spec::{ExpectedTargets, FleetSpec, LabelMatcher, MatchKind};
+
+use super::promql::{
+    expected_matcher, init_selector, quote, render_selector, stall_query, StallKind,
+};
+
+/// How long a workload must stay stalled before its alert fires.
+const STALL_FOR: &str = "15m";
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct PrometheusRule {
+    api_version: &'static str,
+    kind: &'static str,
+    metadata: ObjectMeta,
+    spec: RuleSpec,
+}
+
+#[derive(Serialize)]
+struct ObjectMeta {
+    name: String,
+    labels: BTreeMap<String, String>,
+}
+
+#[derive(Serialize)]
+struct RuleSpec {
+    groups: Vec<RuleGroup>,
+}
+
+#[derive(Serialize)]
+struct RuleGroup {
+    name: String,
+    rules: Vec<AlertRule>,
+}
+
+#[derive(Serialize)]
+struct AlertRule {
+    alert: String,
+    expr: String,
+    #[serde(rename = "for", skip_serializing_if = "Option::is_none")]
+    for_: Option<String>,
+    labels: BTreeMap<String, String>,
+    annotations: BTreeMap<String, String>,
+}
+
+impl Engine {
+    /// The PrometheusRule (monitoring.coreos.com/v1, as YAML) with the alerts of fleet metric
+    /// `metric` of template `template`.
+    pub fn fleet_prometheus_rule(
+        template: &str,
+        metric: &str,
+        spec: &FleetSpec,
+    ) -> Result<String, String> {
+        let rule = prometheus_rule(template, metric, spec);
+        serde_yaml_ng::to_string(&rule).map_err(|e| format!("cannot write the rule as YAML: {e}"))
+    }
+}
+
+fn prometheus_rule(template: &str, metric: &str, spec: &FleetSpec) -> PrometheusRule {
+    let g = &spec.group_by;
+    let target = format!("{{{{ $labels.{g} }}}}");
+    let labels = |severity: &str| {
+        BTreeMap::from([
+            ("severity".to_string(), severity.to_string()),
+            ("rollgate_template".to_string(), template.to_string()),
+            ("rollgate_metric".to_string(), metric.to_string()),
+        ])
+    };
+    let annotations = |summary: String, description: String| {
+        BTreeMap::from([
+            ("summary".to_string(), summary),
+            ("description".to_string(), description),
+        ])
+    };
+    let gate = format!("the rollgate fleet gate {template}/{metric}");
+    let mut rules = Vec::new();
+
+    if let Some(inventory) = inventory(spec) {
+        let ms = format_duration(spec.max_staleness);
+        rules.push(AlertRule {
+            alert: "RollgateFleetTargetSilent".into(),
+            expr: excuse(
+                spec,
+                format!(
+                    "{inventory} unless on ({g}) count by ({g}) (last_over_time({}[{ms}]))",
+                    spec.selector
+                ),
+            ),
+            for_: None,
+            labels: labels("warning"),
+            annotations: annotations(
+                format!("{target} has not reported for {ms}"),
+                format!("Expected target {target} has no sample of the fleet selector in the last {ms}; {gate} counts it as silent and fails."),
+            ),
+        });
+    }
+
+    if spec.workloads {
+        let stalls: Vec<String> = StallKind::ALL
+            .iter()
+            .filter(|k| k.fails())
+            .map(|k| {
+                format!(
+                    "label_replace({}, \"stall\", {}, \"\", \"\")",
+                    stall_query(spec, *k),
+                    quote(k.key())
+                )
+            })
+            .collect();
+        rules.push(AlertRule {
+            alert: "RollgateFleetWorkloadStalled".into(),
+            expr: excuse(spec, stalls.join(" or ")),
+            for_: Some(STALL_FOR.into()),
+            labels: labels("warning"),
+            annotations: annotations(
+                format!("{{{{ $labels.namespace }}}}/{{{{ $labels.daemonset }}}}{{{{ $labels.deployment }}}}{{{{ $labels.statefulset }}}} in {target} stalled ({{{{ $labels.stall }}}})"),
+                format!("A workload in {target} has not finished its rollout for {STALL_FOR} ({{{{ $labels.stall }}}}, lag {{{{ $value }}}}); {gate} fails while it lasts."),
+            ),
+        });
+    }
+
+    if let Some(deadline) = spec.completion_deadline {
+        let deadline = format_duration(deadline);
+        rules.push(AlertRule {
+            alert: "RollgateFleetOldVersionPastDeadline".into(),
+            expr: excuse(spec, old_version_expr(spec)),
+            for_: Some(deadline.clone()),
+            labels: labels("critical"),
+            annotations: annotations(
+                format!("{target} still runs a version other than {} after {deadline}", spec.version.expected.describe()),
+                format!("{{{{ $value }}}} containers in {target} have run another {} than the expected one for {deadline} (completionDeadline); {gate} fails until they are replaced.", spec.version.label),
+            ),
+        });
+    }
+
+    PrometheusRule {
+        api_version: "monitoring.coreos.com/v1",
+        kind: "PrometheusRule",
+        metadata: ObjectMeta {
+            name: dns_name(&if template.starts_with("rollgate") {
+                format!("{template}-{metric}")
+            } else {
+                format!("rollgate-{template}-{metric}")
+            }),
+            labels: BTreeMap::from([(
+                "app.kubernetes.io/managed-by".to_string(),
+                "rollgate".to_string(),
+            )]),
+        },
+        spec: RuleSpec {
+            groups: vec![RuleGroup {
+                name: format!("rollgate.fleet.{template}.{metric}"),
+                rules,
+            }],
+        },
+    }
+}
+
+/// The expected targets as a vector with one series per target; `None` when the inventory is
+/// whatever reports (then silence cannot be detected, in alerts as in the gate).
+fn inventory(spec: &FleetSpec) -> Option<String> {
+    let g = &spec.group_by;
+    match &spec.expected_targets {
+        ExpectedTargets::List(list) => Some(balanced_or(
+            &list
+                .iter()
+                .map(|t| {
+                    format!(
+                        "label_replace(vector(1), {}, {}, \"\", \"\")",
+                        quote(g),
+                        quote(t)
+                    )
+                })
+                .collect::<Vec<_>>(),
+        )),
+        ExpectedTargets::Query(q) => Some(format!("count by ({g}) ({q})")),
+        ExpectedTargets::Reporting => None,
+    }
+}
+
+/// Leaves out targets under an exception; each exception stops applying at its `until` by
+/// itself (`time() < until`), as in the gate.
+fn excuse(spec: &FleetSpec, expr: String) -> String {
+    if spec.exceptions.is_empty() {
+        return expr;
+    }
+    let g = &spec.group_by;
+    let excused: Vec<String> = spec
+        .exceptions
+        .iter()
+        .map(|e| {
+            format!(
+                "label_replace(vector(time()), {}, {}, \"\", \"\") < {}",
+                quote(g),
+                quote(&e.target),
+                e.until.timestamp()
+            )
+        })
+        .collect();
+    format!("({expr}) unless on ({g}) ({})", balanced_or(&excused))
+}
+
+/// Containers on another version (or without the version label), per target.
+fn old_version_expr(spec: &FleetSpec) -> String {
+    let g = &spec.group_by;
+    let (op, value) = expected_matcher(&spec.version.expected);
+    let not_expected = LabelMatcher {
+        name: spec.version.label.clone(),
+        op: match op {
+            MatchKind::Equal => MatchKind::NotEqual,
+            _ => MatchKind::NotRegex,
+        },
+        value,
+    };
+    let mut matchers = spec.series.matchers.clone();
+    matchers.push(not_expected.clone());
+    let main = format!(
+        "count by ({g}) ({})",
+        render_selector(spec.series.metric.as_deref(), &matchers)
+    );
+    if !spec.include_init_containers {
+        return main;
+    }
+    // The init selector with the version matcher added.
+    let init = init_selector(spec);
+    let init_old = match init.strip_suffix('}') {
+        Some(head) => format!(
+            "{head}, {}{}{}}}",
+            not_expected.name,
+            not_expected.op.as_str(),
+            quote(&not_expected.value)
+        ),
+        None => format!(
+            "{init}{{{}{}{}}}",
+            not_expected.name,
+            not_expected.op.as_str(),
+            quote(&not_expected.value)
+        ),
+    };
+    let on: Vec<&str> = [g.as_str(), "namespace", "pod"]
+        .into_iter()
+        .enumerate()
+        .filter(|(i, l)| *i == 0 || *l != g)
+        .map(|(_, l)| l)
+        .collect();
+    format!(
+        "{main} or count by ({g}) ({init_old} and on ({}) {})",
+        on.join(", "),
+        spec.selector
+    )
+}
+
+/// `(a or b) or (c or d)`: a shallow tree, so thousands of targets do not nest thousands deep.
+fn balanced_or(items: &[String]) -> String {
+    match items {
+        [] => "vector(0) < 0".into(),
+        [one] => one.clone(),
+        _ => {
+            let (left, right) = items.split_at(items.len() / 2);
+            format!("({} or {})", balanced_or(left), balanced_or(right))
+        }
+    }
+}
+
+/// A Kubernetes object name: lower case alphanumerics and `-`, at most 253 characters.
+fn dns_name(text: &str) -> String {
+    let mut out = String::new();
+    for c in text.chars().flat_map(char::to_lowercase) {
+        if c.is_ascii_alphanumeric() || c == '.' {
+            out.push(c);
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    let trimmed: String = out
+        .trim_matches(|c| c == '-' || c == '.')
+        .chars()
+        .take(253)
+        .collect();
+    trimmed.trim_end_matches(['-', '.']).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn spec(extra: serde_json::Value) -> FleetSpec {
+        let mut v = json!({
+            "selector": "kube_pod_container_info{namespace=\"monitoring\", container=\"node-agent\"}",
+            "version": {"expected": "sha256:35c1e11408120e3942e771102f0172aee75829d3a87f9f5909d53b5f40bfc814"},
+            "expectedTargets": ["edge-01", "edge-02", "edge-03"],
+            "workloads": true,
+            "includeInitContainers": true,
+            "completionDeadline": "7d",
+            "exceptions": [{"target": "edge-07", "reason": "r", "until": "2026-12-31"}],
+        });
+        for (k, x) in extra.as_object().unwrap() {
+            v[k] = x.clone();
+        }
+        FleetSpec::from_value(&v, "fleet").unwrap()
+    }
+
+    #[test]
+    fn every_expression_parses() {
+        let rule = prometheus_rule("t", "m", &spec(json!({})));
+        let rules = &rule.spec.groups[0].rules;
+        assert_eq!(rules.len(), 3);
+        for r in rules {
+            crate::spec::check_promql(&r.alert, &r.expr).unwrap();
+        }
+        assert!(rules[0].expr.contains("< 1798761600"), "{}", rules[0].expr);
+        assert_eq!(rules[2].for_.as_deref(), Some("1w"));
+        assert!(
+            rules[2].expr.contains("image_id!~\"(?:.*@)?sha256:35c1"),
+            "{}",
+            rules[2].expr
+        );
+    }
+
+    #[test]
+    fn reporting_inventory_has_no_silence_alert() {
+        let f = spec(json!({"expectedTargets": "reporting", "workloads": false}));
+        let rule = prometheus_rule("t", "m", &f);
+        let names: Vec<&str> = rule.spec.groups[0]
+            .rules
+            .iter()
+            .map(|r| r.alert.as_str())
+            .collect();
+        assert_eq!(names, vec!["RollgateFleetOldVersionPastDeadline"]);
+    }
+
+    #[test]
+    fn balanced_or_stays_shallow() {
+        let items: Vec<String> = (0..1000).map(|i| format!("x{i}")).collect();
+        let text = balanced_or(&items);
+        let mut depth = 0i32;
+        let mut max = 0;
+        for c in text.chars() {
+            match c {
+                '(' => depth += 1,
+                ')' => depth -= 1,
+                _ => {}
+            }
+            max = max.max(depth);
+        }
+        assert!(max <= 10, "{max}");
+        assert_eq!(
+            dns_name("rollgate-Fleet Gate_x-node-agent"),
+            "rollgate-fleet-gate-x-node-agent"
+        );
+    }
+}

@@ -1,0 +1,597 @@
+//! Per-target states from the aggregated query results: current, straggler, silent,
+//! unexpected, excepted. Pure functions, no I/O.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use chrono::{DateTime, Utc};
+
+use crate::prometheus::QueryData;
+use crate::spec::FleetSpec;
+
+use super::promql::StallKind;
+
+/// Series counts per version of one target (pods, for a one-container selector).
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct TargetVersions {
+    /// Version label value -> series.
+    pub versions: BTreeMap<String, u64>,
+    /// Series without the version label.
+    pub unlabelled: u64,
+}
+
+impl TargetVersions {
+    fn total(&self) -> u64 {
+        self.versions.values().sum::<u64>() + self.unlabelled
+    }
+}
+
+/// Target name -> its versions, as one `count by (target, version)` query saw them. Series
+/// without the target label are kept under the empty name.
+pub type View = BTreeMap<String, TargetVersions>;
+
+/// Reads a `count by (G, V) (...)` result.
+pub fn read_view(data: &QueryData, group_by: &str, label: &str) -> Result<View, String> {
+    let QueryData::Vector(series) = data else {
+        return Err("expected an instant vector".into());
+    };
+    let mut view = View::new();
+    for s in series {
+        let target = s.labels.get(group_by).unwrap_or_default();
+        let count = count_of(s.sample.value);
+        let entry = view.entry(target.to_string()).or_default();
+        match s.labels.get(label) {
+            Some(v) if !v.is_empty() => *entry.versions.entry(v.to_string()).or_default() += count,
+            _ => entry.unlabelled += count,
+        }
+    }
+    Ok(view)
+}
+
+/// The distinct values of `label` in a vector result (series without it are left out).
+pub fn read_targets(data: &QueryData, label: &str) -> Result<BTreeSet<String>, String> {
+    let QueryData::Vector(series) = data else {
+        return Err("expected an instant vector".into());
+    };
+    Ok(series
+        .iter()
+        .filter_map(|s| s.labels.get(label))
+        .filter(|v| !v.is_empty())
+        .map(str::to_string)
+        .collect())
+}
+
+fn count_of(v: f64) -> u64 {
+    if v.is_finite() && v > 0.0 {
+        v.round() as u64
+    } else {
+        0
+    }
+}
+
+/// A workload found by one of the stall queries.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Workload {
+    /// The target (groupBy value).
+    pub target: String,
+    /// Its namespace.
+    pub namespace: String,
+    /// `DaemonSet`, `Deployment` or `StatefulSet`.
+    pub kind: &'static str,
+    /// Its name.
+    pub name: String,
+    /// What is wrong, one phrase per condition ("2 pods not updated").
+    pub details: Vec<String>,
+    /// False when only reported (a DaemonSet whose desired count shrank).
+    pub fails: bool,
+}
+
+impl Workload {
+    /// `edge-203/monitoring/DaemonSet/node-agent`, as listed in metadata.
+    pub fn id(&self) -> String {
+        format!(
+            "{}/{}/{}/{}",
+            self.target, self.namespace, self.kind, self.name
+        )
+    }
+}
+
+/// Reads one stall query's result into workloads.
+pub fn read_stalls(
+    data: &QueryData,
+    kind: StallKind,
+    group_by: &str,
+) -> Result<Vec<Workload>, String> {
+    let QueryData::Vector(series) = data else {
+        return Err("expected an instant vector".into());
+    };
+    Ok(series
+        .iter()
+        .map(|s| {
+            let n = count_of(s.sample.value);
+            let plural = |one: &str, many: &str| {
+                if n == 1 {
+                    one.to_string()
+                } else {
+                    many.to_string()
+                }
+            };
+            let detail = match kind {
+                StallKind::DaemonSetNotUpdated => {
+                    format!("{n} {} not updated", plural("pod", "pods"))
+                }
+                StallKind::DaemonSetNotReady => format!("{n} not ready"),
+                StallKind::DaemonSetShrunk => format!("desired count down by {n}"),
+                StallKind::DeploymentNotUpdated => {
+                    format!("{n} {} not updated", plural("replica", "replicas"))
+                }
+                StallKind::DeploymentGeneration => {
+                    format!("observed generation {n} behind")
+                }
+                StallKind::StatefulSetRevision => format!(
+                    "current revision {} is not the update revision",
+                    s.labels.get("revision").unwrap_or("?")
+                ),
+            };
+            Workload {
+                target: s.labels.get(group_by).unwrap_or_default().to_string(),
+                namespace: s.labels.get("namespace").unwrap_or_default().to_string(),
+                kind: kind.workload(),
+                name: s
+                    .labels
+                    .get(kind.name_label())
+                    .unwrap_or_default()
+                    .to_string(),
+                details: vec![detail],
+                fails: kind.fails(),
+            }
+        })
+        .collect())
+}
+
+/// What the queries returned, ready to classify.
+#[derive(Debug, Clone, Default)]
+pub struct Inputs {
+    /// Versions of the series present at the evaluation time.
+    pub now: View,
+    /// Versions of the series with a sample within maxStaleness.
+    pub recent: View,
+    /// Init-container versions (when included).
+    pub init: Option<View>,
+    /// The inventory; `None` for `expectedTargets: reporting`.
+    pub inventory: Option<BTreeSet<String>>,
+    /// Workload findings, every kind, in query order.
+    pub workloads: Vec<Workload>,
+}
+
+/// A target that runs something other than the expected version.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Straggler {
+    /// The target.
+    pub target: String,
+    /// Main-container series on another version.
+    pub old: u64,
+    /// Main-container series without the version label.
+    pub unlabelled: u64,
+    /// Init-container series on another version (or without the label).
+    pub old_init: u64,
+    /// Main-container series in all.
+    pub total: u64,
+    /// The other versions seen.
+    pub versions: BTreeSet<String>,
+}
+
+/// An exception as it applied (or no longer applied) at the evaluation time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Excused {
+    /// The target.
+    pub target: String,
+    /// Why.
+    pub reason: String,
+    /// `until` as written.
+    pub until: String,
+}
+
+/// The fleet, classified.
+#[derive(Debug, Clone, Default)]
+pub struct Fleet {
+    /// Expected targets.
+    pub inventory_size: usize,
+    /// Expected targets on the expected version everywhere.
+    pub current: Vec<String>,
+    /// Expected targets with another version somewhere.
+    pub stragglers: Vec<Straggler>,
+    /// Expected targets with no sample within maxStaleness.
+    pub silent: Vec<String>,
+    /// Reporting targets outside the inventory (not excepted), whatever they run.
+    pub unexpected: Vec<String>,
+    /// Those of `unexpected` that run another version: stragglers too.
+    pub outside_old: Vec<Straggler>,
+    /// Targets under an exception (expected ones, and reporting ones outside the inventory).
+    pub excepted: Vec<Excused>,
+    /// How many of `excepted` are expected targets.
+    pub excepted_expected: usize,
+    /// Exceptions whose `until` has passed: ignored, and reported.
+    pub expired: Vec<Excused>,
+    /// Stalled workloads that fail the gate (excepted targets left out).
+    pub stalled: Vec<Workload>,
+    /// Workload findings that are only reported (shrunk DaemonSets).
+    pub noticed: Vec<Workload>,
+    /// Reporting targets absent from the current view, judged on their last samples.
+    pub from_last_samples: Vec<String>,
+    /// Main-container series per version over every reporting target.
+    pub versions: BTreeMap<String, u64>,
+    /// Main-container series without the version label.
+    pub unlabelled: u64,
+    /// Init-container series per version (empty label value: without the label).
+    pub init_versions: BTreeMap<String, u64>,
+    /// The inventory is whatever reports.
+    pub reporting_inventory: bool,
+}
+
+impl Fleet {
+    /// Share of expected targets that are current or excepted (1 for an empty inventory).
+    pub fn completion(&self) -> f64 {
+        if self.inventory_size == 0 {
+            return 1.0;
+        }
+        (self.current.len() + self.excepted_expected) as f64 / self.inventory_size as f64
+    }
+
+    /// Whether `minCompletion` is met (exactly, for whole counts: 1.0 needs every target).
+    pub fn complete_enough(&self, min_completion: f64) -> bool {
+        let done = (self.current.len() + self.excepted_expected) as f64;
+        done + 1e-9 >= min_completion * self.inventory_size as f64
+    }
+
+    /// The built-in verdict: complete enough, no old version outside the inventory, no stall.
+    pub fn passes(&self, min_completion: f64) -> bool {
+        self.complete_enough(min_completion)
+            && self.outside_old.is_empty()
+            && self.stalled.is_empty()
+    }
+}
+
+/// Classifies every expected or reporting target at `at`.
+pub fn classify(spec: &FleetSpec, at: DateTime<Utc>, inputs: Inputs) -> Fleet {
+    let Inputs {
+        now,
+        recent,
+        init,
+        inventory,
+        workloads,
+    } = inputs;
+    let mut fleet = Fleet {
+        reporting_inventory: inventory.is_none(),
+        ..Fleet::default()
+    };
+    // Reporting means a sample within maxStaleness; the versions come from the current view,
+    // or from the last samples for a target that reported recently but not right now.
+    let mut views: BTreeMap<&str, (&TargetVersions, bool)> = BTreeMap::new();
+    for (target, versions) in &recent {
+        match now.get(target) {
+            Some(current) => views.insert(target, (current, false)),
+            None => views.insert(target, (versions, true)),
+        };
+    }
+    let inventory = inventory.unwrap_or_else(|| views.keys().map(|t| t.to_string()).collect());
+    fleet.inventory_size = inventory.len();
+
+    let mut active: BTreeMap<&str, &crate::spec::FleetException> = BTreeMap::new();
+    for e in &spec.exceptions {
+        if e.active_at(at) {
+            active.insert(&e.target, e);
+        } else {
+            fleet.expired.push(Excused {
+                target: e.target.clone(),
+                reason: e.reason.clone(),
+                until: e.until_text.clone(),
+            });
+        }
+    }
+
+    let empty = TargetVersions::default();
+    let no_init = View::new();
+    let init_view = init.as_ref().unwrap_or(&no_init);
+    let mut targets: BTreeSet<&str> = inventory.iter().map(String::as_str).collect();
+    targets.extend(views.keys().copied());
+    for target in targets {
+        let expected = inventory.contains(target);
+        let seen = views.get(target);
+        if let Some(e) = active.get(target) {
+            if expected || seen.is_some() {
+                fleet.excepted.push(Excused {
+                    target: target.to_string(),
+                    reason: e.reason.clone(),
+                    until: e.until_text.clone(),
+                });
+                fleet.excepted_expected += usize::from(expected);
+            }
+            if let Some((v, _)) = seen {
+                tally(&mut fleet, v, init_view.get(target));
+            }
+            continue;
+        }
+        let Some(&(versions, stale_view)) = seen else {
+            if expected {
+                fleet.silent.push(target.to_string());
+            }
+            continue;
+        };
+        if stale_view {
+            fleet.from_last_samples.push(target.to_string());
+        }
+        // Init containers are read from the current view only.
+        let init_versions = if stale_view {
+            None
+        } else {
+            init_view.get(target)
+        };
+        tally(&mut fleet, versions, init_versions);
+        let straggler = straggler(spec, target, versions, init_versions.unwrap_or(&empty));
+        match (expected, straggler) {
+            (true, None) => fleet.current.push(target.to_string()),
+            (true, Some(s)) => fleet.stragglers.push(s),
+            (false, s) => {
+                fleet.unexpected.push(target.to_string());
+                fleet.outside_old.extend(s);
+            }
+        }
+    }
+
+    let excused: BTreeSet<&str> = active.keys().copied().collect();
+    let mut merged: Vec<Workload> = Vec::new();
+    for w in workloads {
+        if excused.contains(w.target.as_str()) {
+            continue;
+        }
+        match merged.iter_mut().find(|m| {
+            m.fails == w.fails
+                && m.target == w.target
+                && m.namespace == w.namespace
+                && m.kind == w.kind
+                && m.name == w.name
+        }) {
+            Some(m) => m.details.extend(w.details),
+            None => merged.push(w),
+        }
+    }
+    let order = |k: &str| match k {
+        "DaemonSet" => 0,
+        "Deployment" => 1,
+        _ => 2,
+    };
+    merged.sort_by(|a, b| {
+        (order(a.kind), &a.target, &a.namespace, &a.name).cmp(&(
+            order(b.kind),
+            &b.target,
+            &b.namespace,
+            &b.name,
+        ))
+    });
+    let (stalled, noticed): (Vec<Workload>, Vec<Workload>) =
+        merged.into_iter().partition(|w| w.fails);
+    fleet.stalled = stalled;
+    fleet.noticed = noticed;
+    fleet
+}
+
+fn tally(fleet: &mut Fleet, versions: &TargetVersions, init: Option<&TargetVersions>) {
+    for (v, n) in &versions.versions {
+        *fleet.versions.entry(v.clone()).or_default() += n;
+    }
+    fleet.unlabelled += versions.unlabelled;
+    if let Some(init) = init {
+        for (v, n) in &init.versions {
+            *fleet.init_versions.entry(v.clone()).or_default() += n;
+        }
+        if init.unlabelled > 0 {
+            *fleet.init_versions.entry(String::new()).or_default() += init.unlabelled;
+        }
+    }
+}
+
+/// A series without the version label counts as an unknown version, i.e. not the expected one.
+fn straggler(
+    spec: &FleetSpec,
+    target: &str,
+    main: &TargetVersions,
+    init: &TargetVersions,
+) -> Option<Straggler> {
+    let expected = &spec.version.expected;
+    let mut versions = BTreeSet::new();
+    let mut old = 0;
+    for (v, n) in &main.versions {
+        if !expected.matches(v) {
+            old += n;
+            versions.insert(v.clone());
+        }
+    }
+    let mut old_init = init.unlabelled;
+    for (v, n) in &init.versions {
+        if !expected.matches(v) {
+            old_init += n;
+            versions.insert(v.clone());
+        }
+    }
+    (old + main.unlabelled + old_init > 0).then(|| Straggler {
+        target: target.to_string(),
+        old,
+        unlabelled: main.unlabelled,
+        old_init,
+        total: main.total(),
+        versions,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const NEW: &str =
+        "acme/agent@sha256:35c1e11408120e3942e771102f0172aee75829d3a87f9f5909d53b5f40bfc814";
+    const OLD: &str =
+        "acme/agent@sha256:513e5258ccf337657a74bcf99c6689575996caa51a1c92392ca920cc72be477a";
+
+    fn spec(extra: serde_json::Value) -> FleetSpec {
+        let mut v = json!({
+            "selector": "kube_pod_container_info{namespace=\"m\"}",
+            "version": {"expected": "sha256:35c1e11408120e3942e771102f0172aee75829d3a87f9f5909d53b5f40bfc814"},
+            "expectedTargets": ["a", "b", "c", "d", "e"],
+        });
+        for (k, x) in extra.as_object().unwrap() {
+            v[k] = x.clone();
+        }
+        FleetSpec::from_value(&v, "fleet").unwrap()
+    }
+
+    fn tv(pairs: &[(&str, u64)], unlabelled: u64) -> TargetVersions {
+        TargetVersions {
+            versions: pairs.iter().map(|(v, n)| (v.to_string(), *n)).collect(),
+            unlabelled,
+        }
+    }
+
+    fn at() -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339("2026-06-01T00:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc)
+    }
+
+    #[test]
+    fn every_state() {
+        let s = spec(json!({"exceptions": [
+            {"target": "d", "reason": "lab", "until": "2026-12-31"},
+            {"target": "e", "reason": "gone", "until": "2026-01-31"},
+        ]}));
+        let mut now = View::new();
+        now.insert("a".into(), tv(&[(NEW, 3)], 0));
+        now.insert("b".into(), tv(&[(NEW, 1), (OLD, 2)], 0));
+        now.insert("d".into(), tv(&[(OLD, 3)], 0));
+        now.insert("x".into(), tv(&[(OLD, 3)], 0));
+        now.insert("y".into(), tv(&[(NEW, 3)], 0));
+        let mut recent = now.clone();
+        // e reported within maxStaleness but not now: judged on its last samples.
+        recent.insert("e".into(), tv(&[(NEW, 1)], 1));
+        let fleet = classify(
+            &s,
+            at(),
+            Inputs {
+                now,
+                recent,
+                inventory: Some(
+                    ["a", "b", "c", "d", "e"]
+                        .iter()
+                        .map(|t| t.to_string())
+                        .collect(),
+                ),
+                ..Inputs::default()
+            },
+        );
+        assert_eq!(fleet.current, vec!["a"]);
+        assert_eq!(
+            fleet
+                .stragglers
+                .iter()
+                .map(|s| s.target.as_str())
+                .collect::<Vec<_>>(),
+            vec!["b", "e"]
+        );
+        assert_eq!(fleet.stragglers[0].old, 2);
+        assert_eq!(fleet.stragglers[1].unlabelled, 1);
+        assert_eq!(fleet.silent, vec!["c"]);
+        assert_eq!(fleet.excepted[0].target, "d");
+        assert_eq!(fleet.excepted_expected, 1);
+        assert_eq!(fleet.expired[0].target, "e");
+        assert_eq!(fleet.unexpected, vec!["x", "y"]);
+        assert_eq!(fleet.outside_old[0].target, "x");
+        assert_eq!(fleet.from_last_samples, vec!["e"]);
+        assert_eq!(fleet.versions[OLD], 8);
+        assert!((fleet.completion() - 0.4).abs() < 1e-12);
+        assert!(fleet.complete_enough(0.4));
+        assert!(!fleet.complete_enough(0.41));
+        assert!(
+            !fleet.passes(0.0),
+            "an old version outside the inventory fails"
+        );
+    }
+
+    #[test]
+    fn silence_follows_the_recent_view_not_the_instant_one() {
+        let s = spec(json!({}));
+        let mut now = View::new();
+        now.insert("a".into(), tv(&[(NEW, 3)], 0));
+        let fleet = classify(
+            &s,
+            at(),
+            Inputs {
+                now,
+                recent: View::new(),
+                inventory: Some(["a".to_string()].into_iter().collect()),
+                ..Inputs::default()
+            },
+        );
+        assert_eq!(fleet.silent, vec!["a"]);
+    }
+
+    #[test]
+    fn reporting_inventory_has_no_silent_targets() {
+        let s = spec(json!({"expectedTargets": "reporting"}));
+        let mut now = View::new();
+        now.insert("a".into(), tv(&[(NEW, 3)], 0));
+        now.insert("b".into(), tv(&[(NEW, 3)], 0));
+        let fleet = classify(
+            &s,
+            at(),
+            Inputs {
+                recent: now.clone(),
+                now,
+                inventory: None,
+                ..Inputs::default()
+            },
+        );
+        assert_eq!(fleet.inventory_size, 2);
+        assert!(
+            fleet.reporting_inventory && fleet.silent.is_empty() && fleet.unexpected.is_empty()
+        );
+        assert!(fleet.passes(1.0));
+    }
+
+    #[test]
+    fn stalls_merge_per_workload_and_skip_excepted_targets() {
+        let s =
+            spec(json!({"exceptions": [{"target": "b", "reason": "r", "until": "2099-01-01"}]}));
+        let w = |t: &str, kind, fails, d: &str| Workload {
+            target: t.into(),
+            namespace: "m".into(),
+            kind,
+            name: "agent".into(),
+            details: vec![d.into()],
+            fails,
+        };
+        let fleet = classify(
+            &s,
+            at(),
+            Inputs {
+                inventory: Some(BTreeSet::new()),
+                workloads: vec![
+                    w("a", "StatefulSet", true, "rev"),
+                    w("a", "DaemonSet", true, "2 pods not updated"),
+                    w("a", "DaemonSet", true, "1 not ready"),
+                    w("a", "DaemonSet", false, "desired count down by 1"),
+                    w("b", "DaemonSet", true, "3 pods not updated"),
+                ],
+                ..Inputs::default()
+            },
+        );
+        assert_eq!(fleet.stalled.len(), 2);
+        assert_eq!(fleet.stalled[0].kind, "DaemonSet");
+        assert_eq!(
+            fleet.stalled[0].details,
+            vec!["2 pods not updated", "1 not ready"]
+        );
+        assert_eq!(fleet.stalled[1].kind, "StatefulSet");
+        assert_eq!(fleet.noticed.len(), 1);
+        assert_eq!(fleet.stalled[0].id(), "a/m/DaemonSet/agent");
+    }
+}

@@ -1,0 +1,66 @@
+//! The gRPC surface: rollgate's own `rollgate.v1.MetricProviderService` (see
+//! `proto/rollgate/v1/metric_provider.proto`), served in two ways.
+//!
+//! - [`plugin_mode`]: go-plugin's gRPC protocol, for plugin hosts that allow it (handshake,
+//!   health, controller, stdio, AutoMTLS), over the same unix socket helpers as the net/rpc
+//!   plugin.
+//! - [`remote`]: a TCP endpoint for `rollgate serve --grpc-listen`, with health, server
+//!   reflection, optional TLS, bearer-token authentication and deadlines.
+//!
+//! Both translate requests with [`convert`] into the same [`crate::plugin::metric_from_argo`]
+//! the net/rpc plugin uses, and measure with the one [`crate::engine::Engine`]; `server` holds
+//! the HTTP/2 plumbing they share.
+
+mod automtls;
+pub mod convert;
+mod goplugin_services;
+pub mod plugin_mode;
+pub mod remote;
+mod server;
+pub mod service;
+
+use std::io;
+
+/// Code generated from `proto/rollgate/v1/metric_provider.proto` (messages and server).
+pub mod pb {
+    #![allow(missing_docs, clippy::all, clippy::pedantic)]
+    tonic::include_proto!("rollgate.v1");
+}
+
+/// Code generated from `proto/goplugin/plugin.proto`: go-plugin's own services.
+mod goplugin_pb {
+    #![allow(missing_docs, dead_code, clippy::all, clippy::pedantic)]
+    tonic::include_proto!("plugin");
+}
+
+/// The encoded `FileDescriptorSet` of the API (with its imports and comments), as served by
+/// reflection; clients without the `.proto` file can build requests from it.
+pub const FILE_DESCRIPTOR_SET: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/rollgate_v1_descriptor.bin"));
+
+/// The full name of the service, as used in paths (`/rollgate.v1.MetricProviderService/Run`)
+/// and health checks.
+pub const SERVICE_NAME: &str = "rollgate.v1.MetricProviderService";
+
+/// Largest request message accepted by default (gRPC's customary 4 MiB).
+pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
+
+/// Why a gRPC server could not start or serve.
+#[derive(Debug, thiserror::Error)]
+pub enum GrpcError {
+    /// The go-plugin handshake or socket failed (see the net/rpc plugin's errors).
+    #[error(transparent)]
+    Plugin(#[from] crate::goplugin::PluginError),
+    /// `PLUGIN_CLIENT_CERT` holds no usable PEM certificate.
+    #[error("PLUGIN_CLIENT_CERT: {0}")]
+    ClientCert(String),
+    /// The AutoMTLS certificate or TLS configuration could not be made.
+    #[error("cannot set up TLS: {0}")]
+    Tls(String),
+    /// The handshake line could not be written.
+    #[error("cannot write the plugin handshake to stdout: {0}")]
+    Handshake(io::Error),
+    /// SIGTERM/SIGINT handlers could not be installed.
+    #[error("cannot install signal handlers: {0}")]
+    Signal(io::Error),
+}

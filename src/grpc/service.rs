@@ -1,0 +1,396 @@
+//! `rollgate.v1.MetricProviderService`: each method translates its request (see
+//! [`super::convert`]) and asks the engine, exactly as the net/rpc plugin does.
+//!
+//! Deadlines: a call's `grpc-timeout` bounds the engine's queries (and is itself bounded by the
+//! service's budget). When it passes first, the call ends with DEADLINE_EXCEEDED and the engine's
+//! future is dropped, which cancels the Prometheus requests in flight.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::Utc;
+use serde_json::Value;
+use tokio::time::Instant;
+use tonic::metadata::MetadataMap;
+use tonic::{Request, Response, Status};
+
+use super::convert::{self, required};
+use super::pb;
+use super::pb::metric_provider_service_server::{
+    MetricProviderService, MetricProviderServiceServer,
+};
+use crate::engine::{Engine, EvalOptions};
+use crate::goplugin::AnalysisRunRef;
+use crate::measurement::Measurement;
+use crate::plugin::{metric_from_argo, MEASUREMENT_BUDGET, PROVIDER_TYPE};
+use crate::spec::{substitute, substitute_str, ArgValues, Metric, Provider};
+
+/// How the service treats requests.
+#[derive(Debug, Clone)]
+pub struct ServiceOptions {
+    /// Whether a spec may name files on this machine (`bearerTokenFile`, `basicAuth`,
+    /// `caFile`). True for a plugin host, which is trusted like the controller; false for the
+    /// network endpoint, where a caller could otherwise have rollgate send a local file to a
+    /// Prometheus address of its choosing.
+    pub allow_server_files: bool,
+    /// The most time one measurement may take; a call's own deadline shortens it.
+    pub budget: Duration,
+    /// Largest request message accepted (the transport refuses larger ones first, with
+    /// RESOURCE_EXHAUSTED; this is the decoder's own bound behind it).
+    pub max_message_bytes: usize,
+}
+
+impl Default for ServiceOptions {
+    fn default() -> Self {
+        ServiceOptions {
+            allow_server_files: true,
+            budget: MEASUREMENT_BUDGET,
+            max_message_bytes: super::DEFAULT_MAX_MESSAGE_BYTES,
+        }
+    }
+}
+
+/// The service over an engine.
+pub struct MetricProvider {
+    engine: Arc<Engine>,
+    options: ServiceOptions,
+}
+
+impl MetricProvider {
+    /// A service measuring with `engine`.
+    pub fn new(engine: Arc<Engine>, options: ServiceOptions) -> MetricProvider {
+        MetricProvider { engine, options }
+    }
+
+    /// The tonic server for this service, with its message size limits applied.
+    pub fn into_server(self) -> MetricProviderServiceServer<MetricProvider> {
+        // The transport's frame check refuses oversized messages with RESOURCE_EXHAUSTED
+        // before they are buffered; the decoder's limit sits just above it as a backstop.
+        let limit = self.options.max_message_bytes.saturating_add(1);
+        MetricProviderServiceServer::new(self)
+            .max_decoding_message_size(limit)
+            .max_encoding_message_size(usize::MAX)
+    }
+
+    /// When the call must be answered: its deadline, if any, within the service's budget.
+    fn deadline(&self, metadata: &MetadataMap) -> Deadline {
+        let now = Instant::now();
+        let client = metadata
+            .get("grpc-timeout")
+            .and_then(|v| v.to_str().ok())
+            .and_then(parse_grpc_timeout);
+        match client {
+            Some(t) if t <= self.options.budget => Deadline {
+                at: now + t,
+                from_client: true,
+            },
+            _ => Deadline {
+                at: now + self.options.budget,
+                from_client: false,
+            },
+        }
+    }
+
+    /// Builds the engine's metric, refusing specs this service may not run.
+    fn metric(&self, field: &str, m: &pb::Metric, spec_json: &str) -> Result<Arc<Metric>, Status> {
+        let argo = convert::argo_metric(field, m, spec_json)?;
+        let metric = metric_from_argo(&argo).map_err(|e| {
+            Status::invalid_argument(format!(
+                "metric {:?} has an invalid rollgate spec: {e}",
+                m.name
+            ))
+        })?;
+        if !self.options.allow_server_files {
+            refuse_server_files(&metric)?;
+        }
+        Ok(metric)
+    }
+
+    /// Runs `measure` within the deadline; a measurement finished after a caller's deadline
+    /// is not sent (the caller has gone), DEADLINE_EXCEEDED is.
+    async fn within<F>(&self, deadline: Deadline, measure: F) -> Result<Measurement, Status>
+    where
+        F: std::future::Future<Output = Measurement>,
+    {
+        // Without a caller's deadline the engine's own budget handling answers (an Error
+        // measurement saying what timed out); the slack only guards against it overrunning.
+        let limit = if deadline.from_client {
+            deadline.at
+        } else {
+            deadline.at + BUDGET_SLACK
+        };
+        match tokio::time::timeout_at(limit, measure).await {
+            Ok(_) if deadline.from_client && Instant::now() >= deadline.at => {
+                Err(deadline_exceeded())
+            }
+            Ok(m) => Ok(m),
+            Err(_) if deadline.from_client => Err(deadline_exceeded()),
+            Err(_) => Ok(Measurement::error(
+                format!(
+                    "no verdict within the measurement budget of {} s",
+                    self.options.budget.as_secs()
+                ),
+                Utc::now(),
+            )),
+        }
+    }
+}
+
+/// How long past the service's own budget a measurement may run before it is cut off.
+const BUDGET_SLACK: Duration = Duration::from_secs(2);
+
+/// When a call must be answered, and whether the caller set that.
+#[derive(Debug, Clone, Copy)]
+struct Deadline {
+    at: Instant,
+    from_client: bool,
+}
+
+impl Deadline {
+    fn options(self, run: &AnalysisRunRef) -> EvalOptions {
+        EvalOptions {
+            deadline: Some(self.at),
+            run_started_at: run.started_at,
+            ..EvalOptions::default()
+        }
+    }
+}
+
+fn deadline_exceeded() -> Status {
+    Status::deadline_exceeded("the call's deadline passed before a verdict was reached")
+}
+
+/// Parses gRPC's `grpc-timeout` header: up to eight digits and a unit (H, M, S, m, u, n).
+pub fn parse_grpc_timeout(value: &str) -> Option<Duration> {
+    let unit = value.chars().last()?;
+    let digits = value.get(..value.len().checked_sub(unit.len_utf8())?)?;
+    if digits.is_empty() || digits.len() > 8 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let n: u64 = digits.parse().ok()?;
+    Some(match unit {
+        'H' => Duration::from_secs(n.checked_mul(3600)?),
+        'M' => Duration::from_secs(n.checked_mul(60)?),
+        'S' => Duration::from_secs(n),
+        'm' => Duration::from_millis(n),
+        'u' => Duration::from_micros(n),
+        'n' => Duration::from_nanos(n),
+        _ => return None,
+    })
+}
+
+/// Refuses specs that would read files on this machine.
+fn refuse_server_files(metric: &Metric) -> Result<(), Status> {
+    let Provider::Rollgate(spec) = &metric.provider else {
+        return Ok(());
+    };
+    let p = &spec.prometheus;
+    let key = if p.bearer_token_file.is_some() {
+        "bearerTokenFile"
+    } else if p.basic_auth.is_some() {
+        "basicAuth"
+    } else if p.ca_file.is_some() {
+        "caFile"
+    } else {
+        return Ok(());
+    };
+    Err(Status::permission_denied(format!(
+        "prometheus.{key}: specs sent over the network may not read files on the rollgate server; use a plugin deployment or a template for credentials"
+    )))
+}
+
+/// The spec and conditions of `m` with `{{args.NAME}}` replaced from `args`.
+fn substituted(m: &pb::Metric, args: &ArgValues) -> Result<(pb::Metric, String), Status> {
+    let invalid = |e: crate::spec::SpecError| Status::invalid_argument(e.to_string());
+    let value: Value = serde_json::from_str(&m.spec_json)
+        .map_err(|e| Status::invalid_argument(format!("metric.spec_json: not valid JSON: {e}")))?;
+    let spec = substitute(&value, args, "metric.spec_json").map_err(invalid)?;
+    let metric = pb::Metric {
+        success_condition: substitute_str(&m.success_condition, args, "metric.success_condition")
+            .map_err(invalid)?,
+        failure_condition: substitute_str(&m.failure_condition, args, "metric.failure_condition")
+            .map_err(invalid)?,
+        ..m.clone()
+    };
+    Ok((metric, spec.to_string()))
+}
+
+fn measured<T>(m: &Measurement, wrap: impl FnOnce(Option<pb::Measurement>) -> T) -> Response<T> {
+    Response::new(wrap(Some(convert::measurement_to_pb(m))))
+}
+
+#[tonic::async_trait]
+impl MetricProviderService for MetricProvider {
+    async fn init_plugin(
+        &self,
+        _request: Request<pb::InitPluginRequest>,
+    ) -> Result<Response<pb::InitPluginResponse>, Status> {
+        Ok(Response::new(pb::InitPluginResponse {}))
+    }
+
+    async fn run(
+        &self,
+        request: Request<pb::RunRequest>,
+    ) -> Result<Response<pb::RunResponse>, Status> {
+        let deadline = self.deadline(request.metadata());
+        let req = request.into_inner();
+        let run = convert::run_ref(req.analysis_run.as_ref())?;
+        let m = required("metric", req.metric.as_ref())?;
+        let metric = self.metric("metric", m, &m.spec_json)?;
+        tracing::debug!(analysis_run = %run.name, namespace = %run.namespace, metric = %m.name, "grpc run");
+        let opts = deadline.options(&run);
+        let out = self
+            .within(deadline, self.engine.measure(&metric, &opts))
+            .await?;
+        Ok(measured(&out, |measurement| pb::RunResponse {
+            measurement,
+        }))
+    }
+
+    async fn resume(
+        &self,
+        request: Request<pb::ResumeRequest>,
+    ) -> Result<Response<pb::ResumeResponse>, Status> {
+        let deadline = self.deadline(request.metadata());
+        let req = request.into_inner();
+        let run = convert::run_ref(req.analysis_run.as_ref())?;
+        let m = required("metric", req.metric.as_ref())?;
+        let previous = convert::measurement_from_pb(
+            "measurement",
+            required("measurement", req.measurement.as_ref())?,
+        )?;
+        let metric = self.metric("metric", m, &m.spec_json)?;
+        tracing::debug!(analysis_run = %run.name, metric = %m.name, "grpc resume");
+        let opts = deadline.options(&run);
+        let out = self
+            .within(deadline, self.engine.resume(&metric, &previous, &opts))
+            .await?;
+        Ok(measured(&out, |measurement| pb::ResumeResponse {
+            measurement,
+        }))
+    }
+
+    async fn terminate(
+        &self,
+        request: Request<pb::TerminateRequest>,
+    ) -> Result<Response<pb::TerminateResponse>, Status> {
+        let req = request.into_inner();
+        let previous = convert::measurement_from_pb(
+            "measurement",
+            required("measurement", req.measurement.as_ref())?,
+        )?;
+        tracing::debug!(metric = %req.metric.as_ref().map(|m| m.name.as_str()).unwrap_or(""), "grpc terminate");
+        let out = self.engine.terminate(&previous);
+        Ok(measured(&out, |measurement| pb::TerminateResponse {
+            measurement,
+        }))
+    }
+
+    async fn garbage_collect(
+        &self,
+        _request: Request<pb::GarbageCollectRequest>,
+    ) -> Result<Response<pb::GarbageCollectResponse>, Status> {
+        // rollgate keeps no per-measurement state outside the measurements themselves.
+        Ok(Response::new(pb::GarbageCollectResponse {}))
+    }
+
+    async fn r#type(
+        &self,
+        _request: Request<pb::TypeRequest>,
+    ) -> Result<Response<pb::TypeResponse>, Status> {
+        Ok(Response::new(pb::TypeResponse {
+            provider_type: PROVIDER_TYPE.to_string(),
+        }))
+    }
+
+    async fn get_metadata(
+        &self,
+        request: Request<pb::GetMetadataRequest>,
+    ) -> Result<Response<pb::GetMetadataResponse>, Status> {
+        let req = request.into_inner();
+        let m = required("metric", req.metric.as_ref())?;
+        let metric = self.metric("metric", m, &m.spec_json)?;
+        Ok(Response::new(pb::GetMetadataResponse {
+            metadata: self.engine.describe(&metric).into_iter().collect(),
+        }))
+    }
+
+    async fn analyze(
+        &self,
+        request: Request<pb::AnalyzeRequest>,
+    ) -> Result<Response<pb::AnalyzeResponse>, Status> {
+        let deadline = self.deadline(request.metadata());
+        let req = request.into_inner();
+        let m = required("metric", req.metric.as_ref())?;
+        let at = convert::optional_time("evaluation_time", req.evaluation_time.as_ref())?;
+        let args: ArgValues = req
+            .args
+            .iter()
+            .map(|(k, v)| (k.clone(), Some(v.clone())))
+            .collect();
+        let (m, spec_json) = substituted(m, &args)?;
+        let metric = self.metric("metric", &m, &spec_json)?;
+        tracing::debug!(metric = %m.name, at = ?at, "grpc analyze");
+        let opts = EvalOptions {
+            at,
+            ..deadline.options(&AnalysisRunRef::default())
+        };
+        let out = self
+            .within(deadline, self.engine.measure(&metric, &opts))
+            .await?;
+        Ok(measured(&out, |measurement| pb::AnalyzeResponse {
+            measurement,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grpc_timeouts_parse_in_every_unit() {
+        assert_eq!(parse_grpc_timeout("1H"), Some(Duration::from_secs(3600)));
+        assert_eq!(parse_grpc_timeout("2M"), Some(Duration::from_secs(120)));
+        assert_eq!(parse_grpc_timeout("3S"), Some(Duration::from_secs(3)));
+        assert_eq!(parse_grpc_timeout("250m"), Some(Duration::from_millis(250)));
+        assert_eq!(
+            parse_grpc_timeout("99999999u"),
+            Some(Duration::from_micros(99_999_999))
+        );
+        assert_eq!(parse_grpc_timeout("7n"), Some(Duration::from_nanos(7)));
+        for bad in ["", "S", "100", "123456789S", "1x", "-1S", "1.5S", "1é"] {
+            assert_eq!(parse_grpc_timeout(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn placeholders_are_substituted_in_spec_and_conditions() {
+        let m = pb::Metric {
+            name: "m".into(),
+            spec_json: r#"{"query":"up{job=\"{{args.job}}\"}","noData":"fail"}"#.into(),
+            success_condition: "result[0] >= {{ args.min }}".into(),
+            ..pb::Metric::default()
+        };
+        let args = ArgValues::from([
+            ("job".to_string(), Some("api".to_string())),
+            ("min".to_string(), Some("1".to_string())),
+        ]);
+        let (out, spec) = substituted(&m, &args).unwrap();
+        assert_eq!(out.success_condition, "result[0] >= 1");
+        let v: Value = serde_json::from_str(&spec).unwrap();
+        assert_eq!(v["query"], "up{job=\"api\"}");
+        let missing = substituted(&m, &ArgValues::new()).unwrap_err();
+        assert_eq!(missing.code(), tonic::Code::InvalidArgument);
+        assert!(missing.message().contains("args.job"), "{missing:?}");
+        let broken = pb::Metric {
+            spec_json: "{".into(),
+            ..m
+        };
+        let e = substituted(&broken, &args).unwrap_err();
+        assert!(
+            e.message().starts_with("metric.spec_json: not valid JSON"),
+            "{e:?}"
+        );
+    }
+}

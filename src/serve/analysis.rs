@@ -1,0 +1,422 @@
+//! What the HTTP surfaces share: turning a request's selection (a loaded template, or a spec
+//! sent inline) into validated metrics, and measuring them with the engine within the
+//! server's deadline. Verdicts are the engine's; this only gathers them.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+use serde_json::{json, Map, Value};
+
+use super::http::Rejection;
+use super::templates::TemplateSet;
+use super::AppState;
+use crate::engine::EvalOptions;
+use crate::measurement::{Measurement, Phase};
+use crate::spec::{substitute, ArgValues, Metric, MetricSpec, Provider, SpecError};
+
+/// The name an inline metric gets when the request names none.
+pub const INLINE_METRIC_NAME: &str = "inline";
+
+/// Which analysis a request asks for.
+#[derive(Debug, Clone)]
+pub enum Selection {
+    /// A template loaded from `--templates`, optionally one metric of it.
+    Template {
+        name: String,
+        metric: Option<String>,
+    },
+    /// A spec sent with the request: a rollgate metric spec (plus optional `successCondition` /
+    /// `failureCondition`), or an Argo metric object (with `provider`).
+    Inline { spec: Value, name: String },
+}
+
+/// The metrics to measure for one request.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The template they come from, if any.
+    pub template: Option<String>,
+    /// Validated metrics, placeholders resolved (shared with the template set's cache).
+    pub metrics: Vec<Arc<Metric>>,
+}
+
+/// Resolves a selection with the request's arguments (later pairs win over earlier ones).
+/// Inline specs are refused when `allow_inline` is false, and may not name files on this
+/// server (token, password or CA files): those belong in templates an operator controls.
+pub fn plan(
+    templates: &TemplateSet,
+    selection: &Selection,
+    args: &[(String, String)],
+    allow_inline: bool,
+) -> Result<Plan, Rejection> {
+    match selection {
+        Selection::Template { name, metric } => plan_template(templates, name, metric, args),
+        Selection::Inline { spec, name } => {
+            if !allow_inline {
+                return Err(Rejection::unprocessable(
+                    "inline specs are disabled on this server (--no-inline-specs): name a template instead",
+                ));
+            }
+            let metric = inline_metric(spec, name, args)
+                .map_err(|e| Rejection::unprocessable(format!("invalid spec: {e}")))?;
+            refuse_server_files(&metric)?;
+            let metrics = vec![Arc::new(metric)];
+            refuse_unsupported(&metrics, None)?;
+            Ok(Plan {
+                template: None,
+                metrics,
+            })
+        }
+    }
+}
+
+fn plan_template(
+    templates: &TemplateSet,
+    name: &str,
+    metric: &Option<String>,
+    args: &[(String, String)],
+) -> Result<Plan, Rejection> {
+    let Some(resolved) = templates.resolve(name, args) else {
+        let known: Vec<&str> = templates.names().take(20).collect();
+        return Err(Rejection::unprocessable(if known.is_empty() {
+            format!("unknown template {name:?}: no templates are loaded (start rollgate serve with --templates DIR)")
+        } else {
+            format!(
+                "unknown template {name:?}; loaded templates: {}",
+                known.join(", ")
+            )
+        }));
+    };
+    let all = resolved.map_err(|e| {
+        let file = templates
+            .get(name)
+            .map(|t| t.file.display().to_string())
+            .unwrap_or_default();
+        Rejection::unprocessable(format!("template {name:?} ({file}): {e}"))
+    })?;
+    let metrics: Vec<Arc<Metric>> = match metric {
+        None => all.iter().cloned().collect(),
+        Some(wanted) => {
+            let chosen: Vec<Arc<Metric>> =
+                all.iter().filter(|m| &m.name == wanted).cloned().collect();
+            if chosen.is_empty() {
+                let names: Vec<&str> = all.iter().map(|m| m.name.as_str()).collect();
+                return Err(Rejection::unprocessable(format!(
+                    "template {name:?} has no metric {wanted:?}; its metrics: {}",
+                    names.join(", ")
+                )));
+            }
+            chosen
+        }
+    };
+    refuse_unsupported(&metrics, Some(name))?;
+    Ok(Plan {
+        template: Some(name.to_string()),
+        metrics,
+    })
+}
+
+/// Builds the metric of an inline spec, `{{args.*}}` resolved.
+pub fn inline_metric(
+    spec: &Value,
+    name: &str,
+    args: &[(String, String)],
+) -> Result<Metric, SpecError> {
+    let values: ArgValues = args
+        .iter()
+        .map(|(k, v)| (k.clone(), Some(v.clone())))
+        .collect();
+    let resolved = substitute(spec, &values, "spec")?;
+    let Value::Object(mut map) = resolved else {
+        return Err(crate::spec::reader::invalid(
+            "spec",
+            "a metric spec object",
+            &resolved,
+        ));
+    };
+    if map.contains_key("provider") {
+        // An Argo metric object: its own name wins, the request's name fills in.
+        map.entry("name")
+            .or_insert_with(|| Value::String(name.to_string()));
+        return Metric::from_value(&Value::Object(map), "spec");
+    }
+    let success = take_condition(&mut map, "successCondition")?;
+    let failure = take_condition(&mut map, "failureCondition")?;
+    let spec = MetricSpec::from_value(&Value::Object(map), "spec")?;
+    Metric::with_spec(name, spec, &success, &failure, None)
+}
+
+fn take_condition(map: &mut Map<String, Value>, key: &str) -> Result<String, SpecError> {
+    match map.remove(key) {
+        None | Some(Value::Null) => Ok(String::new()),
+        Some(Value::String(s)) => Ok(s),
+        Some(other) => Err(crate::spec::reader::invalid(
+            &format!("spec.{key}"),
+            "a condition string such as \"result[0] < 0.01\"",
+            &other,
+        )),
+    }
+}
+
+/// Inline specs come from the network; files on this server are not theirs to read.
+fn refuse_server_files(metric: &Metric) -> Result<(), Rejection> {
+    let Provider::Rollgate(spec) = &metric.provider else {
+        return Ok(());
+    };
+    let p = &spec.prometheus;
+    let key = if p.bearer_token_file.is_some() {
+        Some("bearerTokenFile")
+    } else if p.basic_auth.is_some() {
+        Some("basicAuth")
+    } else if p.ca_file.is_some() {
+        Some("caFile")
+    } else {
+        None
+    };
+    match key {
+        Some(key) => Err(Rejection::unprocessable(format!(
+            "spec.prometheus.{key}: inline specs may not read files on the rollgate server; put credentials in a template loaded with --templates"
+        ))),
+        None => Ok(()),
+    }
+}
+
+fn refuse_unsupported<M: AsRef<Metric>>(
+    metrics: &[M],
+    template: Option<&str>,
+) -> Result<(), Rejection> {
+    let unsupported: Vec<String> = metrics
+        .iter()
+        .map(AsRef::as_ref)
+        .filter_map(|m: &Metric| match &m.provider {
+            Provider::Unsupported(p) => Some(format!("{} ({p})", m.name)),
+            _ => None,
+        })
+        .collect();
+    if unsupported.is_empty() {
+        return Ok(());
+    }
+    let hint = if template.is_some() {
+        "; select the other metrics with `metric`"
+    } else {
+        ""
+    };
+    Err(Rejection::unprocessable(format!(
+        "rollgate cannot evaluate metric {}{hint}",
+        unsupported.join(", ")
+    )))
+}
+
+/// One metric's measurement.
+#[derive(Debug, Clone)]
+pub struct MetricResult {
+    /// The metric's name.
+    pub metric: String,
+    /// Its kind (`query`, `compare`, `fleet`, `prometheus`).
+    pub kind: &'static str,
+    /// The engine's measurement.
+    pub measurement: Measurement,
+}
+
+/// Every metric's measurement and the combined verdict.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// `Phase::combine` of the measurements.
+    pub phase: Phase,
+    /// In the plan's order.
+    pub results: Vec<MetricResult>,
+}
+
+/// A metric's kind, as labelled in `/metrics` and answers.
+pub fn kind_of(metric: &Metric) -> &'static str {
+    match &metric.provider {
+        Provider::Rollgate(spec) => spec.kind.name(),
+        Provider::Prometheus { .. } => "prometheus",
+        Provider::Unsupported(_) => "unsupported",
+    }
+}
+
+/// The share of the deadline given to the engine; the rest is for the engine's own
+/// Error to come back before the handler's timeout cuts it off.
+pub fn engine_budget(deadline: Duration) -> Duration {
+    deadline.saturating_sub((deadline / 10).min(Duration::from_millis(500)))
+}
+
+/// Measures every metric of the plan concurrently, each bounded by the server's deadline: a
+/// metric that has no verdict by then is an Error that says so.
+pub async fn measure(state: &AppState, plan: &Plan) -> Outcome {
+    let deadline = state.settings.deadline;
+    let budget = engine_budget(deadline);
+    let work = plan.metrics.iter().map(|metric| async move {
+        let started = Instant::now();
+        let started_at = Utc::now();
+        let kind = kind_of(metric);
+        let measured = tokio::time::timeout(
+            deadline,
+            state
+                .engine
+                .measure(metric, &EvalOptions::with_budget(budget)),
+        )
+        .await;
+        let measurement = measured.unwrap_or_else(|_| {
+            Measurement::error(
+                format!(
+                    "no verdict within the {deadline:?} deadline (--deadline): the Prometheus queries took too long"
+                ),
+                started_at,
+            )
+        });
+        state
+            .metrics
+            .observe_measurement(kind, measurement.phase, started.elapsed());
+        MetricResult {
+            metric: metric.name.clone(),
+            kind,
+            measurement,
+        }
+    });
+    let results = futures::future::join_all(work).await;
+    Outcome {
+        phase: Phase::combine(results.iter().map(|r| r.measurement.phase)),
+        results,
+    }
+}
+
+impl Outcome {
+    /// One line for Flagger's events: `Failed: error-ratio: <message>`, or with several
+    /// metrics `Failed: a Failed: <message>; b Successful: <message>`.
+    pub fn reason(&self) -> String {
+        let one_line = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+        match self.results.as_slice() {
+            [only] => format!(
+                "{}: {}: {}",
+                self.phase,
+                only.metric,
+                one_line(&only.measurement.message)
+            ),
+            many => {
+                let parts: Vec<String> = many
+                    .iter()
+                    .map(|r| {
+                        format!(
+                            "{} {}: {}",
+                            r.metric,
+                            r.measurement.phase,
+                            one_line(&r.measurement.message)
+                        )
+                    })
+                    .collect();
+                format!("{}: {}", self.phase, parts.join("; "))
+            }
+        }
+    }
+
+    /// Every measurement as JSON, with its metric's name and kind.
+    pub fn measurements_json(&self) -> Value {
+        Value::Array(self.results.iter().map(result_json).collect())
+    }
+}
+
+/// One measurement as JSON: Argo's fields (`phase`, `message`, `value`, `metadata`,
+/// `startedAt`, `finishedAt`, `resumeAt`) plus `metric` and `kind`.
+pub fn result_json(r: &MetricResult) -> Value {
+    let mut value = serde_json::to_value(&r.measurement).unwrap_or_else(|_| json!({}));
+    if let Value::Object(map) = &mut value {
+        map.insert("metric".into(), Value::String(r.metric.clone()));
+        map.insert("kind".into(), Value::String(r.kind.to_string()));
+    }
+    value
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec() -> Value {
+        json!({
+            "query": "sum(rate(x{service=\"{{args.service}}\"}[5m]))",
+            "noData": "inconclusive",
+            "successCondition": "result[0] < 0.01"
+        })
+    }
+
+    #[test]
+    fn inline_specs_resolve_args_and_take_their_conditions() {
+        let m = inline_metric(&spec(), "ratio", &[("service".into(), "pay".into())]).unwrap();
+        assert_eq!(m.name, "ratio");
+        assert!(m.success_condition.is_some() && m.failure_condition.is_none());
+        let Provider::Rollgate(s) = &m.provider else {
+            panic!("not a rollgate metric")
+        };
+        assert_eq!(kind_of(&m), "query");
+        assert_eq!(s.no_data.as_str(), "inconclusive");
+    }
+
+    #[test]
+    fn inline_spec_errors_name_their_key() {
+        let e = inline_metric(&spec(), "r", &[]).unwrap_err().to_string();
+        assert!(e.contains("args.service"), "{e}");
+        let mut bad = spec();
+        bad["noData"] = json!("maybe");
+        let e = inline_metric(&bad, "r", &[("service".into(), "a".into())])
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("spec.noData"), "{e}");
+        let mut bad = spec();
+        bad["successCondition"] = json!(3);
+        let e = inline_metric(&bad, "r", &[("service".into(), "a".into())])
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("spec.successCondition"), "{e}");
+    }
+
+    #[test]
+    fn argo_metric_objects_are_accepted_inline() {
+        let argo = json!({
+            "successCondition": "result[0] < 1",
+            "provider": {"prometheus": {"address": "http://p:9090", "query": "up"}}
+        });
+        let m = inline_metric(&argo, "builtin", &[]).unwrap();
+        assert_eq!(m.name, "builtin");
+        assert_eq!(kind_of(&m), "prometheus");
+    }
+
+    #[test]
+    fn inline_specs_may_not_name_server_files() {
+        let mut s = spec();
+        s["prometheus"] = json!({"address": "http://evil:1", "bearerTokenFile": "/var/run/secrets/kubernetes.io/serviceaccount/token"});
+        let set = TemplateSet::default();
+        let sel = Selection::Inline {
+            spec: s,
+            name: "x".into(),
+        };
+        let e = plan(&set, &sel, &[("service".into(), "a".into())], true).unwrap_err();
+        assert_eq!(e.status.as_u16(), 422);
+        assert!(e.message.contains("bearerTokenFile"), "{}", e.message);
+        let e = plan(&set, &sel, &[], false).unwrap_err();
+        assert!(e.message.contains("disabled"), "{}", e.message);
+    }
+
+    #[test]
+    fn unknown_templates_are_named() {
+        let set = TemplateSet::default();
+        let sel = Selection::Template {
+            name: "nope".into(),
+            metric: None,
+        };
+        let e = plan(&set, &sel, &[], true).unwrap_err();
+        assert!(e.message.contains("\"nope\""), "{}", e.message);
+    }
+
+    #[test]
+    fn the_engine_gets_most_of_the_deadline() {
+        assert_eq!(
+            engine_budget(Duration::from_secs(8)),
+            Duration::from_millis(7500)
+        );
+        assert_eq!(
+            engine_budget(Duration::from_secs(1)),
+            Duration::from_millis(900)
+        );
+    }
+}

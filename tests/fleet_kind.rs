@@ -1,0 +1,575 @@
+//! The `fleet` metric kind end to end: the engine against a real Prometheus with generated
+//! kube-state-metrics data (the standard fleet, the clean fleet, the seed scenario before and
+//! after convergence), and against faulty servers.
+
+mod support;
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use chrono::{TimeZone, Utc};
+use rollgate::engine::{AddressPolicy, Engine, EvalOptions};
+use rollgate::measurement::{Measurement, Phase};
+use rollgate::prometheus::{Backend, Client};
+use rollgate::spec::Metric;
+use serde_json::{json, Value};
+use support::prom::{shared, PromServer};
+use support::scenarios::{
+    base_now, clean_fleet, standard_fleet, Dataset, FleetParams, NODE_AGENT_NEW, NODE_AGENT_OLD,
+};
+use support::stub::{closed_port, Mode, Stub, WARNING_MESSAGE};
+
+fn engine() -> Engine {
+    Engine::new(Backend::Live(Client::new()), AddressPolicy::default())
+}
+
+fn at(t: i64) -> EvalOptions {
+    EvalOptions {
+        at: Some(Utc.timestamp_opt(t, 0).single().unwrap()),
+        ..EvalOptions::with_budget(Duration::from_secs(30))
+    }
+}
+
+fn digest(image_id: &str) -> String {
+    image_id.rsplit_once('@').unwrap().1.to_string()
+}
+
+/// A metric whose rollgate spec has `fleet` (merged over the standard fleet's) and `noData`.
+fn metric(address: &str, fleet: Value, conditions: Value) -> Metric {
+    let mut f = json!({
+        "selector": "kube_pod_container_info{namespace=\"monitoring\", container=\"node-agent\"}",
+        "version": {"expected": digest(&NODE_AGENT_NEW.image_id())},
+        "expectedTargets": standard_fleet().expect().inventory,
+    });
+    for (k, v) in fleet.as_object().unwrap() {
+        if v.is_null() {
+            f.as_object_mut().unwrap().remove(k);
+        } else {
+            f[k] = v.clone();
+        }
+    }
+    let spec = json!({"prometheus": {"address": address}, "fleet": f, "noData": "fail"});
+    let mut m = json!({"name": "fleet", "provider": {"plugin": {"rollgate/analysis": spec}}});
+    for (k, v) in conditions.as_object().unwrap() {
+        m[k] = v.clone();
+    }
+    Metric::from_value(&m, "").unwrap()
+}
+
+async fn measure_at(m: &Metric, t: i64) -> Measurement {
+    engine().measure(m, &at(t)).await
+}
+
+/// A comma-separated metadata list as a set (empty when absent).
+fn list(m: &Measurement, key: &str) -> BTreeSet<String> {
+    m.metadata
+        .get(key)
+        .map(|s| s.split(", ").map(str::to_string).collect())
+        .unwrap_or_default()
+}
+
+fn set<I: IntoIterator<Item = S>, S: Into<String>>(items: I) -> BTreeSet<String> {
+    items.into_iter().map(Into::into).collect()
+}
+
+fn value(m: &Measurement) -> Value {
+    serde_json::from_str(&m.value).unwrap_or_else(|e| panic!("value {:?}: {e}", m.value))
+}
+
+#[tokio::test]
+async fn the_standard_fleet_fails_with_exact_sets() {
+    let p = shared();
+    let e = standard_fleet().expect();
+    let m = measure_at(
+        &metric(
+            &p.url,
+            json!({
+                "workloads": true,
+                "exceptions": [
+                    {"target": "edge-042", "reason": "decommissioning, OPS-123", "until": "2099-12-31"},
+                    {"target": "edge-073", "reason": "was waiting for a part", "until": "2020-01-31"},
+                ],
+            }),
+            json!({}),
+        ),
+        p.base,
+    )
+    .await;
+    assert_eq!(m.phase, Phase::Failed, "{m:?}");
+    eprintln!("{}", m.message);
+
+    // Stragglers: the documented ones, the cluster whose pod lacks image_id (an unknown
+    // version), minus the excepted one; the expired exception (edge-073) no longer counts.
+    let mut stragglers = set(e.straggler_names(false));
+    stragglers.extend(e.missing_version.iter().map(|m| m.0.clone()));
+    stragglers.remove("edge-042");
+    assert!(stragglers.contains("edge-073"));
+    assert_eq!(list(&m, "stragglers"), stragglers);
+    assert_eq!(list(&m, "silent"), set(e.silent.clone()));
+    assert_eq!(list(&m, "unexpected"), set(["edge-lab-01"]));
+    assert_eq!(list(&m, "stragglersOutsideInventory"), set(["edge-lab-01"]));
+    assert_eq!(list(&m, "excepted"), set(["edge-042"]));
+    assert_eq!(
+        list(&m, "expiredExceptions"),
+        set(["edge-073 (until 2020-01-31)"])
+    );
+    assert_eq!(list(&m, "unlabelledTargets"), set(["edge-250"]));
+    let stalled: BTreeSet<String> = e
+        .stalled
+        .iter()
+        .map(|w| format!("{}/{}/{}/{}", w.cluster, w.namespace, w.kind, w.name))
+        .collect();
+    assert_eq!(list(&m, "stalled"), stalled);
+    assert_eq!(m.metadata["current"], e.current.len().to_string());
+
+    let v = value(&m);
+    assert_eq!(v["expected"], 400);
+    assert_eq!(v["current"], e.current.len());
+    assert_eq!(v["stragglers"], stragglers.len());
+    assert_eq!(v["silent"], 2);
+    assert_eq!(v["excepted"], 1);
+    assert_eq!(v["expiredExceptions"], 1);
+    assert_eq!(v["stalledWorkloads"], 3);
+    let completion = (e.current.len() + 1) as f64 / 400.0;
+    assert!((v["completion"].as_f64().unwrap() - completion).abs() < 1e-6);
+    assert_eq!(v["versions"][NODE_AGENT_NEW.image_id()], e.pods_new);
+    assert_eq!(v["versions"][NODE_AGENT_OLD.image_id()], e.pods_old);
+    assert_eq!(v["unlabelled"], e.pods_unlabelled);
+
+    let msg = &m.message;
+    assert!(
+        msg.starts_with(&format!("{} of 400 clusters still run ", stragglers.len())),
+        "{msg}"
+    );
+    assert!(msg.contains("edge-017 3 pods"), "{msg}");
+    assert!(msg.contains("edge-250 1 pod without image_id"), "{msg}");
+    assert!(msg.contains("2 of 400 clusters silent for > 15m (edge-058 last seen 2h ago, edge-311 last seen 2h ago)"), "{msg}");
+    assert!(
+        msg.contains(
+            "1 cluster outside the inventory still runs sha256:513e5258ccf3… (edge-lab-01 3 pods)"
+        ),
+        "{msg}"
+    );
+    assert!(
+        msg.contains(
+            "DaemonSet monitoring/node-agent in edge-203: 2 pods not updated and 1 not ready"
+        ),
+        "{msg}"
+    );
+    assert!(msg.contains("Deployment monitoring/agent-gateway in edge-150: 1 replica not updated and observed generation 1 behind"), "{msg}");
+    assert!(msg.contains("StatefulSet monitoring/agent-store in edge-330: current revision agent-store-7d9f6c5b8 is not the update revision"), "{msg}");
+    assert!(
+        msg.contains("1 excepted (edge-042: decommissioning, OPS-123, until 2099-12-31)"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("1 expired exception no longer counts (edge-073 until 2020-01-31)"),
+        "{msg}"
+    );
+    // Ten stragglers are named, the rest counted.
+    assert!(
+        msg.contains(&format!("and {} more", stragglers.len() - 10)),
+        "{msg}"
+    );
+    assert!(m.metadata["query.lastSeen"].contains("edge-058|edge-311"));
+    assert_eq!(m.metadata["kind"], "fleet");
+}
+
+#[tokio::test]
+async fn init_containers_on_the_old_image_make_a_straggler() {
+    let p = shared();
+    let e = standard_fleet().expect();
+    let url = &p.url;
+    let without = measure_at(&metric(url, json!({}), json!({})), p.base).await;
+    let with = measure_at(
+        &metric(url, json!({"includeInitContainers": true}), json!({})),
+        p.base,
+    )
+    .await;
+    assert!(!list(&without, "stragglers").contains("edge-120"));
+    let mut want = set(e.straggler_names(true));
+    want.extend(e.missing_version.iter().map(|m| m.0.clone()));
+    assert_eq!(list(&with, "stragglers"), want);
+    assert!(
+        with.message.contains("edge-120 1 init container"),
+        "{}",
+        with.message
+    );
+    let v = value(&with);
+    assert_eq!(v["initVersions"][NODE_AGENT_NEW.image_id()], e.init_new);
+    assert_eq!(v["initVersions"][NODE_AGENT_OLD.image_id()], e.init_old);
+    assert_eq!(v["current"], e.current_names(true).len());
+    assert!(with.metadata["query.init"].contains("kube_pod_init_container_info"));
+}
+
+#[tokio::test]
+async fn the_clean_fleet_passes() {
+    let p = shared();
+    let f = clean_fleet();
+    let fleet = json!({
+        "selector": "kube_pod_container_info{namespace=\"logging\", container=\"log-shipper\"}",
+        "version": {"label": "image", "expected": f.new.image()},
+        "expectedTargets": f.expect().inventory,
+        "workloads": true,
+        "includeInitContainers": true,
+    });
+    let m = measure_at(&metric(&p.url, fleet.clone(), json!({})), p.base).await;
+    assert_eq!(m.phase, Phase::Successful, "{m:?}");
+    assert_eq!(
+        m.message,
+        "400 of 400 clusters current on docker.io/acme/log-shipper:2.1.0"
+    );
+    assert_eq!(value(&m)["versions"][f.new.image()], 1200);
+    assert!(!m.metadata.contains_key("stragglers"));
+
+    // The same with the inventory taken from what reports: passes, and says what it cannot see.
+    let mut reporting = fleet.clone();
+    reporting["expectedTargets"] = json!("reporting");
+    let m = measure_at(&metric(&p.url, reporting, json!({})), p.base).await;
+    assert_eq!(m.phase, Phase::Successful, "{m:?}");
+    assert!(
+        m.message
+            .ends_with("silent clusters cannot be detected with expectedTargets: reporting"),
+        "{}",
+        m.message
+    );
+
+    // A regex on the tag, and a bare digest on image_id, match too.
+    let mut regex = fleet.clone();
+    regex["version"] = json!({"label": "image_spec", "expectedRegex": ".*:2\\.1\\..*"});
+    assert_eq!(
+        measure_at(&metric(&p.url, regex, json!({})), p.base)
+            .await
+            .phase,
+        Phase::Successful
+    );
+    let mut bare = fleet;
+    bare["version"] = json!({"expected": digest(&f.new.image_id())});
+    assert_eq!(
+        measure_at(&metric(&p.url, bare, json!({})), p.base)
+            .await
+            .phase,
+        Phase::Successful
+    );
+}
+
+#[tokio::test]
+async fn the_inventory_can_come_from_a_query() {
+    let p = shared();
+    let e = standard_fleet().expect();
+    let m = measure_at(
+        &metric(
+            &p.url,
+            json!({
+                "expectedTargets": null,
+                "expectedTargetsQuery": "last_over_time(kube_daemonset_status_desired_number_scheduled{namespace=\"monitoring\", cluster=~\"edge-[0-9]+\"}[3h])",
+            }),
+            json!({}),
+        ),
+        p.base,
+    )
+    .await;
+    assert_eq!(m.phase, Phase::Failed);
+    assert_eq!(value(&m)["expected"], 400);
+    assert_eq!(list(&m, "silent"), set(e.silent.clone()));
+    assert_eq!(list(&m, "unexpected"), set(["edge-lab-01"]));
+
+    let empty = measure_at(
+        &metric(
+            &p.url,
+            json!({"expectedTargets": null, "expectedTargetsQuery": "up{job=\"nothing\"}"}),
+            json!({}),
+        ),
+        p.base,
+    )
+    .await;
+    assert_eq!(empty.phase, Phase::Failed, "noData: fail");
+    assert!(
+        empty
+            .message
+            .starts_with("no data: fleet.expectedTargetsQuery `count by (cluster) (up{job=\"nothing\"})` returned no series"),
+        "{}",
+        empty.message
+    );
+}
+
+#[tokio::test]
+async fn min_completion_and_exceptions_decide_together() {
+    let p = shared();
+    // Excepting the lab cluster leaves only in-inventory stragglers and silent clusters.
+    let lab = json!([{"target": "edge-lab-01", "reason": "lab", "until": "2099-01-01"}]);
+    let loose = measure_at(
+        &metric(
+            &p.url,
+            json!({"minCompletion": 0.95, "exceptions": lab}),
+            json!({}),
+        ),
+        p.base,
+    )
+    .await;
+    assert_eq!(loose.phase, Phase::Successful, "{loose:?}");
+    assert!(
+        loose
+            .message
+            .contains("96.2 % of 400 clusters current or excepted, 95 % required"),
+        "{}",
+        loose.message
+    );
+    let strict = measure_at(
+        &metric(
+            &p.url,
+            json!({"minCompletion": 0.97, "exceptions": lab}),
+            json!({}),
+        ),
+        p.base,
+    )
+    .await;
+    assert_eq!(strict.phase, Phase::Failed);
+    // Stalled workloads fail even when enough clusters are current.
+    let stalled = measure_at(
+        &metric(
+            &p.url,
+            json!({"minCompletion": 0.95, "exceptions": lab, "workloads": true}),
+            json!({}),
+        ),
+        p.base,
+    )
+    .await;
+    assert_eq!(stalled.phase, Phase::Failed);
+}
+
+#[tokio::test]
+async fn conditions_on_the_summary_override_the_built_in_verdict() {
+    let p = shared();
+    let m = measure_at(
+        &metric(
+            &p.url,
+            json!({}),
+            json!({"successCondition": "result.completion >= 0.9 && result.silent <= 2"}),
+        ),
+        p.base,
+    )
+    .await;
+    assert_eq!(m.phase, Phase::Successful, "{m:?}");
+    assert!(m
+        .message
+        .ends_with("successCondition `result.completion >= 0.9 && result.silent <= 2` holds"));
+    let m = measure_at(
+        &metric(
+            &p.url,
+            json!({}),
+            json!({"failureCondition": "result.silent > 0"}),
+        ),
+        p.base,
+    )
+    .await;
+    assert_eq!(m.phase, Phase::Failed);
+    assert!(m
+        .message
+        .ends_with("failureCondition `result.silent > 0` holds"));
+}
+
+/// The seed scenario: 400 clusters, 12 came back from being offline pinned to the old version,
+/// 2 stopped reporting. Written twice into one server: before convergence (up to `base`) and
+/// after (from `base + 10m`, stragglers updated, the silent clusters back).
+fn seed_params() -> FleetParams {
+    FleetParams {
+        namespace: "edge-system".into(),
+        init_container: None,
+        deployment: None,
+        statefulset: None,
+        stragglers: [7, 31, 64, 99, 123, 150, 188, 222, 256, 301, 333, 377]
+            .iter()
+            .map(|c| (*c, 1 + c % 3))
+            .collect(),
+        silent: vec![5, 250],
+        stalled_daemonset: None,
+        stalled_deployment: None,
+        stalled_statefulset: None,
+        unexpected: vec![],
+        init_old: None,
+        missing_version: None,
+        from: -3 * 3600,
+        to: 0,
+        step: 60,
+        ..standard_fleet()
+    }
+}
+
+const CONVERGED_AFTER: i64 = 2 * 3600;
+
+fn seed_server() -> PromServer {
+    let base = base_now();
+    let before = seed_params();
+    let after = FleetParams {
+        stragglers: vec![],
+        silent: vec![],
+        from: 600 - CONVERGED_AFTER,
+        to: 3600,
+        ..before.clone()
+    };
+    let mut ds = Dataset::new();
+    before.write(&mut ds, base);
+    after.write(&mut ds, base + CONVERGED_AFTER);
+    PromServer::start(base, &ds.finish())
+}
+
+#[tokio::test]
+async fn the_seed_scenario_fails_naming_the_14_then_passes_after_convergence() {
+    let server = tokio::task::spawn_blocking(seed_server).await.unwrap();
+    let p = seed_params();
+    let e = p.expect();
+    let spec = json!({
+        "selector": "kube_pod_container_info{namespace=\"edge-system\", container=\"node-agent\"}",
+        "workloads": true,
+    });
+    let m = measure_at(&metric(&server.url, spec.clone(), json!({})), server.base).await;
+    assert_eq!(m.phase, Phase::Failed, "{m:?}");
+    assert_eq!(e.stragglers.len(), 12);
+    assert_eq!(list(&m, "stragglers"), set(e.straggler_names(false)));
+    assert_eq!(list(&m, "silent"), set(["edge-005", "edge-250"]));
+    assert!(!m.metadata.contains_key("unexpected"));
+    assert!(!m.metadata.contains_key("stalled"));
+    for s in e.stragglers.iter().take(10) {
+        let pods = if s.old_pods == 1 { "pod" } else { "pods" };
+        assert!(
+            m.message
+                .contains(&format!("{} {} {pods}", s.cluster, s.old_pods)),
+            "{}",
+            m.message
+        );
+    }
+    assert!(m.message.contains("and 2 more"), "{}", m.message);
+    assert!(
+        m.message.contains("edge-005 last seen 2h ago"),
+        "{}",
+        m.message
+    );
+    assert!(
+        m.message.contains("edge-250 last seen 2h ago"),
+        "{}",
+        m.message
+    );
+    assert!(
+        m.message
+            .contains("96.5 % of 400 clusters current or excepted, 100 % required"),
+        "{}",
+        m.message
+    );
+
+    let after = measure_at(
+        &metric(&server.url, spec, json!({})),
+        server.base + CONVERGED_AFTER,
+    )
+    .await;
+    assert_eq!(after.phase, Phase::Successful, "{after:?}");
+    assert_eq!(value(&after)["versions"][NODE_AGENT_NEW.image_id()], 1200);
+    assert_eq!(value(&after)["versions"].as_object().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn a_selector_matching_nothing_follows_no_data() {
+    let p = shared();
+    let sel = "kube_pod_container_info{namespace=\"nowhere\"}";
+    let m = measure_at(&metric(&p.url, json!({"selector": sel}), json!({})), p.base).await;
+    assert_eq!(m.phase, Phase::Failed);
+    assert_eq!(
+        m.message,
+        format!("no data: fleet.selector `{sel}` returned no series; noData: fail makes this Failed (no series with a sample in the last 15m)")
+    );
+    let mut pass = metric(&p.url, json!({"selector": sel}), json!({}));
+    if let rollgate::spec::Provider::Rollgate(spec) = &mut pass.provider {
+        spec.no_data = rollgate::spec::NoDataPolicy::Inconclusive;
+    }
+    assert_eq!(measure_at(&pass, p.base).await.phase, Phase::Inconclusive);
+}
+
+#[tokio::test]
+async fn a_version_label_on_no_series_is_an_error() {
+    let p = shared();
+    let m = measure_at(
+        &metric(
+            &p.url,
+            json!({"version": {"label": "image_digest", "expected": "sha256:35c1e11408120e3942e771102f0172aee75829d3a87f9f5909d53b5f40bfc814"}}),
+            json!({}),
+        ),
+        p.base,
+    )
+    .await;
+    assert_eq!(m.phase, Phase::Error);
+    assert_eq!(
+        m.message,
+        "version.label image_digest is on none of the 1,197 series fleet.selector matches (check version.label: image_id, image, image_spec, ...)"
+    );
+}
+
+#[tokio::test]
+async fn prometheus_down_is_an_error() {
+    let m = measure_at(&metric(&closed_port(), json!({}), json!({})), 1_800_000_000).await;
+    assert_eq!(m.phase, Phase::Error);
+    assert!(
+        m.message.starts_with("fleet versions query failed: "),
+        "{}",
+        m.message
+    );
+}
+
+#[tokio::test]
+async fn warnings_are_never_a_pass() {
+    let stub = Stub::start(Mode::Warnings);
+    let m = measure_at(&metric(&stub.url, json!({}), json!({})), 1_800_000_000).await;
+    assert_eq!(m.phase, Phase::Error, "{m:?}");
+    assert!(
+        m.message.starts_with(
+            "Prometheus returned warnings, so the fleet data may be incomplete and no verdict is given"
+        ),
+        "{}",
+        m.message
+    );
+    assert_eq!(
+        m.message.matches(WARNING_MESSAGE).count(),
+        1,
+        "{}",
+        m.message
+    );
+    // Even with a condition that would pass anything.
+    let m = measure_at(
+        &metric(&stub.url, json!({}), json!({"successCondition": "true"})),
+        1_800_000_000,
+    )
+    .await;
+    assert_eq!(m.phase, Phase::Error);
+}
+
+#[tokio::test]
+async fn a_server_error_is_an_error_that_names_the_query() {
+    let stub = Stub::start(Mode::Status(503, "overloaded".into()));
+    let mut m = metric(&stub.url, json!({"workloads": true}), json!({}));
+    if let rollgate::spec::Provider::Rollgate(spec) = &mut m.provider {
+        spec.prometheus.retries = 0;
+    }
+    let m = measure_at(&m, 1_800_000_000).await;
+    assert_eq!(m.phase, Phase::Error);
+    assert!(m.message.contains("query failed"), "{}", m.message);
+    assert!(m.message.contains("503"), "{}", m.message);
+}
+
+#[test]
+fn describe_lists_every_query() {
+    let m = metric(
+        "http://127.0.0.1:9",
+        json!({"workloads": true, "includeInitContainers": true}),
+        json!({}),
+    );
+    let d = engine().describe(&m);
+    assert_eq!(d["kind"], "fleet");
+    for key in [
+        "query.versions",
+        "query.reporting",
+        "query.init",
+        "query.stall.daemonsetNotUpdated",
+        "query.stall.statefulsetRevision",
+    ] {
+        assert!(d.contains_key(key), "{key}: {d:?}");
+    }
+}

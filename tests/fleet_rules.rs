@@ -1,0 +1,253 @@
+//! `rollgate rules`: the PrometheusRule it prints is accepted by `promtool check rules`, and its
+//! alerts fire as the gate decides (`promtool test rules` on synthetic series).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+const BIN: &str = env!("CARGO_BIN_EXE_rollgate");
+const NEW: &str = "sha256:35c1e11408120e3942e771102f0172aee75829d3a87f9f5909d53b5f40bfc814";
+const OLD: &str = "sha256:513e5258ccf337657a74bcf99c6689575996caa51a1c92392ca920cc72be477a";
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn rules(file: &Path, args: &[&str]) -> Output {
+    Command::new(BIN)
+        .arg("rules")
+        .arg("-f")
+        .arg(file)
+        .args(args)
+        .output()
+        .expect("run rollgate")
+}
+
+/// The YAML documents of the command's standard output.
+fn documents(out: &Output) -> Vec<Value> {
+    let text = String::from_utf8_lossy(&out.stdout);
+    serde_yaml_ng::Deserializer::from_str(&text)
+        .map(|d| Value::deserialize(d).unwrap())
+        .filter(|v| !v.is_null())
+        .collect()
+}
+
+fn promtool(args: &[&str], dir: &Path) -> Output {
+    Command::new(std::env::var("PROMTOOL").unwrap_or_else(|_| "promtool".into()))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("promtool (Debian's prometheus package)")
+}
+
+/// Writes the `spec` of every PrometheusRule as one Prometheus rule file and checks it.
+fn check_rules(docs: &[Value], dir: &Path) -> PathBuf {
+    let mut groups = Vec::new();
+    for d in docs {
+        assert_eq!(d["apiVersion"], "monitoring.coreos.com/v1");
+        assert_eq!(d["kind"], "PrometheusRule");
+        assert!(d["metadata"]["name"]
+            .as_str()
+            .unwrap()
+            .starts_with("rollgate-"));
+        groups.extend(d["spec"]["groups"].as_array().unwrap().iter().cloned());
+    }
+    let path = dir.join("rules.yaml");
+    std::fs::write(
+        &path,
+        serde_yaml_ng::to_string(&json!({ "groups": groups })).unwrap(),
+    )
+    .unwrap();
+    let out = promtool(&["check", "rules", "rules.yaml"], dir);
+    assert!(
+        out.status.success(),
+        "promtool check rules:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    path
+}
+
+#[test]
+fn the_example_and_the_manifest_give_rules_promtool_accepts() {
+    for file in [
+        root().join("examples/fleet-gate.yaml"),
+        root().join("manifests/argo-rollouts/analysis-template-fleet.yaml"),
+    ] {
+        let out = rules(&file, &["--arg", &format!("digest={NEW}")]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}: {}",
+            file.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let docs = documents(&out);
+        assert_eq!(docs.len(), 1, "{}", file.display());
+        let alerts: Vec<&str> = docs[0]["spec"]["groups"][0]["rules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["alert"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            alerts,
+            vec![
+                "RollgateFleetTargetSilent",
+                "RollgateFleetWorkloadStalled",
+                "RollgateFleetOldVersionPastDeadline"
+            ],
+            "{}",
+            file.display()
+        );
+        let dir = tempfile::tempdir().unwrap();
+        check_rules(&docs, dir.path());
+    }
+}
+
+#[test]
+fn a_template_without_a_fleet_metric_is_an_error() {
+    let out = rules(&root().join("examples/error-rate.yaml"), &[]);
+    assert_eq!(out.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no fleet metric"), "{err}");
+    assert!(out.stdout.is_empty());
+}
+
+const TEMPLATE: &str = r#"
+apiVersion: argoproj.io/v1alpha1
+kind: AnalysisTemplate
+metadata: {name: edge}
+spec:
+  metrics:
+    - name: agent
+      provider:
+        plugin:
+          rollgate/analysis:
+            fleet:
+              selector: kube_pod_container_info{namespace="ns", container="agent"}
+              version: {expected: "NEW"}
+              expectedTargets: [a, b, c, d]
+              maxStaleness: 15m
+              workloads: true
+              completionDeadline: 1h
+              exceptions:
+                - {target: d, reason: lab, until: "2099-12-31"}
+                - {target: b, reason: expires, until: "1970-01-01T00:30:00Z"}
+            noData: fail
+"#;
+
+/// a current with a stalled DaemonSet, b old (excepted until 30 min: promtool's clock starts
+/// at the Unix epoch), c silent after 30 min, d old but excepted, e old outside the inventory.
+fn test_file() -> String {
+    let pod = |cluster: &str, digest: &str, values: &str| {
+        format!(
+            "      - series: 'kube_pod_container_info{{cluster=\"{cluster}\",namespace=\"ns\",container=\"agent\",pod=\"{cluster}-1\",image_id=\"repo/agent@{digest}\"}}'\n        values: '{values}'\n"
+        )
+    };
+    let ds = |metric: &str, cluster: &str, v: u32| {
+        format!(
+            "      - series: '{metric}{{cluster=\"{cluster}\",namespace=\"ns\",daemonset=\"agent\"}}'\n        values: '{v}x180'\n"
+        )
+    };
+    let mut series = String::new();
+    series += &pod("a", NEW, "1x180");
+    series += &pod("b", OLD, "1x180");
+    series += &pod("c", NEW, "1x30");
+    series += &pod("d", OLD, "1x180");
+    series += &pod("e", OLD, "1x180");
+    series += &ds("kube_daemonset_status_desired_number_scheduled", "a", 3);
+    series += &ds("kube_daemonset_status_updated_number_scheduled", "a", 1);
+    series += &ds("kube_daemonset_status_number_ready", "a", 3);
+    let labels = "rollgate_template: edge\n                rollgate_metric: agent";
+    format!(
+        r#"rule_files: [rules.yaml]
+evaluation_interval: 1m
+tests:
+  - interval: 1m
+    input_series:
+{series}    alert_rule_test:
+      - eval_time: 10m
+        alertname: RollgateFleetTargetSilent
+        exp_alerts: []
+      - eval_time: 10m
+        alertname: RollgateFleetWorkloadStalled
+        exp_alerts: []
+      - eval_time: 10m
+        alertname: RollgateFleetOldVersionPastDeadline
+        exp_alerts: []
+      - eval_time: 70m
+        alertname: RollgateFleetTargetSilent
+        exp_alerts:
+          - exp_labels:
+                cluster: c
+                severity: warning
+                {labels}
+      - eval_time: 70m
+        alertname: RollgateFleetWorkloadStalled
+        exp_alerts:
+          - exp_labels:
+                cluster: a
+                namespace: ns
+                daemonset: agent
+                stall: daemonsetNotUpdated
+                severity: warning
+                {labels}
+      - eval_time: 70m
+        alertname: RollgateFleetOldVersionPastDeadline
+        exp_alerts:
+          - exp_labels:
+                cluster: e
+                severity: critical
+                {labels}
+      - eval_time: 100m
+        alertname: RollgateFleetOldVersionPastDeadline
+        exp_alerts:
+          - exp_labels:
+                cluster: b
+                severity: critical
+                {labels}
+          - exp_labels:
+                cluster: e
+                severity: critical
+                {labels}
+"#
+    )
+}
+
+#[test]
+fn the_alerts_fire_as_the_gate_decides() {
+    let dir = tempfile::tempdir().unwrap();
+    let template = dir.path().join("template.yaml");
+    std::fs::write(&template, TEMPLATE.replace("NEW", NEW)).unwrap();
+    let out = rules(&template, &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut docs = documents(&out);
+    check_rules(&docs, dir.path());
+    // Alert tests compare annotations word for word; the firing behaviour is what is tested
+    // here (`check rules` above has validated the annotation templates).
+    for d in &mut docs {
+        for g in d["spec"]["groups"].as_array_mut().unwrap() {
+            for r in g["rules"].as_array_mut().unwrap() {
+                r.as_object_mut().unwrap().remove("annotations");
+            }
+        }
+    }
+    check_rules(&docs, dir.path());
+    std::fs::write(dir.path().join("test.yaml"), test_file()).unwrap();
+    let out = promtool(&["test", "rules", "test.yaml"], dir.path());
+    assert!(
+        out.status.success(),
+        "promtool test rules:\n{}\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        std::fs::read_to_string(dir.path().join("rules.yaml")).unwrap()
+    );
+}

@@ -1,0 +1,264 @@
+//! Shared by the `serve_*` tests: the `rollgate serve` binary started on 127.0.0.1 port 0
+//! (the bound port is read from its "listening" log line), its logs, signals, and Flagger's
+//! exact webhook payloads.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_rollgate");
+
+/// How long the server may take to start.
+const START_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// A running `rollgate serve`; killed on drop.
+pub struct ServeProcess {
+    child: Child,
+    /// `http://127.0.0.1:PORT` (or https).
+    pub url: String,
+    logs: Arc<Mutex<Vec<String>>>,
+}
+
+impl ServeProcess {
+    /// Starts `rollgate serve --listen 127.0.0.1:0 ARGS...` and waits until it listens.
+    /// Panics with its logs when it does not.
+    pub fn start(args: &[&str]) -> ServeProcess {
+        Self::try_start(args, &[]).unwrap_or_else(|(status, logs)| {
+            panic!(
+                "rollgate serve did not start ({status:?}):\n{}",
+                logs.join("\n")
+            )
+        })
+    }
+
+    /// Like `start`, with extra environment variables; on failure, the exit status and logs.
+    pub fn try_start(
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Result<ServeProcess, (Option<ExitStatus>, Vec<String>)> {
+        let mut cmd = Command::new(BIN);
+        cmd.arg("serve")
+            .arg("--listen")
+            .arg("127.0.0.1:0")
+            .args(args)
+            .env_remove("ROLLGATE_PROMETHEUS_ADDRESS")
+            .env_remove("ROLLGATE_LOG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().expect("spawn rollgate serve");
+        let stderr = child.stderr.take().unwrap();
+        let logs = Arc::new(Mutex::new(Vec::new()));
+        let sink = logs.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                sink.lock().unwrap().push(line);
+            }
+        });
+        let tls = args.contains(&"--tls-cert");
+        let started = Instant::now();
+        loop {
+            let addr = logs.lock().unwrap().iter().find_map(|l| {
+                let v: Value = serde_json::from_str(l).ok()?;
+                (v["@message"] == "listening").then(|| v["addr"].as_str().unwrap().to_string())
+            });
+            if let Some(addr) = addr {
+                let scheme = if tls { "https" } else { "http" };
+                return Ok(ServeProcess {
+                    child,
+                    url: format!("{scheme}://{addr}"),
+                    logs,
+                });
+            }
+            if let Ok(Some(status)) = child.try_wait() {
+                std::thread::sleep(Duration::from_millis(100));
+                let logs = logs.lock().unwrap().clone();
+                return Err((Some(status), logs));
+            }
+            if started.elapsed() > START_TIMEOUT {
+                let _ = child.kill();
+                let _ = child.wait();
+                let logs = logs.lock().unwrap().clone();
+                return Err((None, logs));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Every log line so far.
+    pub fn logs(&self) -> Vec<String> {
+        self.logs.lock().unwrap().clone()
+    }
+
+    /// The log lines parsed as JSON.
+    pub fn log_json(&self) -> Vec<Value> {
+        self.logs()
+            .iter()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
+    /// Waits until a log line satisfies `pred`, at most `limit`.
+    pub fn wait_for_log(&self, limit: Duration, pred: impl Fn(&Value) -> bool) -> Option<Value> {
+        let started = Instant::now();
+        while started.elapsed() < limit {
+            if let Some(v) = self.log_json().into_iter().find(|v| pred(v)) {
+                return Some(v);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+
+    /// Sends a signal (`HUP`, `TERM`) to the server (our own child, by pid).
+    pub fn signal(&self, name: &str) {
+        let status = Command::new("kill")
+            .arg(format!("-{name}"))
+            .arg(self.pid().to_string())
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill -{name} failed");
+    }
+
+    /// Waits for the process to exit, at most `limit`.
+    pub fn wait_exit(&mut self, limit: Duration) -> Option<ExitStatus> {
+        let started = Instant::now();
+        while started.elapsed() < limit {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+
+    /// Whether the process still runs.
+    pub fn alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+}
+
+impl Drop for ServeProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Flagger's hook types and the canary phase Flagger sends with each (see Flagger's
+/// scheduler: confirm-rollout sends the canary's current phase, rollback sends Progressing or
+/// Waiting, the others Progressing).
+pub const HOOKS: &[(&str, &str)] = &[
+    ("confirm-rollout", "Waiting"),
+    ("pre-rollout", "Progressing"),
+    ("rollout", "Progressing"),
+    ("confirm-traffic-increase", "Progressing"),
+    ("confirm-promotion", "Progressing"),
+    ("rollback", "Progressing"),
+];
+
+/// The body Flagger posts: Go's `json.Marshal` of `CanaryWebhookPayload` (keys in struct
+/// order, `metadata` omitted when empty).
+pub fn flagger_payload(phase: &str, metadata: &[(&str, &str)]) -> String {
+    let mut out = format!(
+        r#"{{"name":"podinfo","namespace":"test","phase":"{phase}","checksum":"6d8f5cb8b7""#
+    );
+    if !metadata.is_empty() {
+        let md: serde_json::Map<String, Value> = metadata
+            .iter()
+            .map(|(k, v)| (k.to_string(), Value::String(v.to_string())))
+            .collect();
+        out.push_str(&format!(r#","metadata":{}"#, Value::Object(md)));
+    }
+    out.push('}');
+    out
+}
+
+/// An HTTP client for the tests (no proxy, short timeouts).
+pub fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .no_proxy()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap()
+}
+
+/// POSTs `body` as Flagger does (`Content-Type: application/json`); returns status, body and
+/// the time taken.
+pub async fn post(
+    client: &reqwest::Client,
+    url: &str,
+    body: String,
+    json: bool,
+) -> (u16, String, Duration) {
+    let started = Instant::now();
+    let mut req = client
+        .post(url)
+        .header("Content-Type", "application/json")
+        .body(body);
+    if json {
+        req = req.header("Accept", "application/json");
+    }
+    let resp = req.send().await.expect("request");
+    let status = resp.status().as_u16();
+    let text = resp.text().await.expect("body");
+    (status, text, started.elapsed())
+}
+
+/// An AnalysisTemplate over the scenario data: the 5xx ratio of `service` (track canary),
+/// with a request guard, as the README documents it.
+pub fn error_rate_template(name: &str, on_insufficient: &str) -> String {
+    let ratio = "sum(rate(http_requests_total{service=\\\"{{args.service}}\\\",track=\\\"canary\\\",code=~\\\"5..\\\"}[5m])) / sum(rate(http_requests_total{service=\\\"{{args.service}}\\\",track=\\\"canary\\\"}[5m]))";
+    let total = "sum(increase(http_requests_total{service=\\\"{{args.service}}\\\",track=\\\"canary\\\"}[5m]))";
+    format!(
+        r#"apiVersion: argoproj.io/v1alpha1
+kind: AnalysisTemplate
+metadata:
+  name: {name}
+spec:
+  args:
+    - name: service
+  metrics:
+    - name: error-ratio
+      successCondition: result[0] < 0.01
+      failureCondition: result[0] >= 0.01
+      provider:
+        plugin:
+          rollgate/analysis:
+            query: "{ratio}"
+            minRequests:
+              query: "{total}"
+              count: 300
+              onInsufficient: {on_insufficient}
+            noData: inconclusive
+"#
+    )
+}
+
+/// Writes `files` (name, text) into a new temporary directory.
+pub fn template_dir(files: &[(&str, String)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text) in files {
+        std::fs::write(dir.path().join(name), text).unwrap();
+    }
+    dir
+}
+
+/// The path as a `&str`.
+pub fn path_str(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
