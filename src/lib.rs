@@ -1,9 +1,10 @@
 //! rollgate: canary analysis for Argo Rollouts, Flagger and the terminal.
 //!
-//! One engine ([`engine`]) judges every metric; the surfaces around it only translate:
-//! the Argo Rollouts plugin ([`goplugin`] transport, [`plugin`] mapping), and the CLI ([`cli`]).
-//! Specs are parsed and validated in [`spec`], queries go through [`prometheus`], and Argo's
-//! condition language lives in [`condition`].
+//! One engine ([`engine`]) judges every metric; the surfaces around it only translate: the Argo
+//! Rollouts plugin ([`goplugin`] transport, [`plugin`] mapping), the HTTP service for Flagger and
+//! Argo's web provider ([`serve`]), gRPC ([`grpc`]) and the CLI ([`cli`]). Specs are parsed and
+//! validated in [`spec`], queries go through [`prometheus`], Argo's condition language lives in
+//! [`condition`], and the statistics of canary-versus-stable comparison in [`stats`].
 
 pub mod cli;
 pub mod condition;
