@@ -21,6 +21,7 @@ use super::service::{MetricProvider, ServiceOptions};
 use super::{DEFAULT_MAX_MESSAGE_BYTES, FILE_DESCRIPTOR_SET, SERVICE_NAME};
 use crate::engine::Engine;
 use crate::plugin::MEASUREMENT_BUDGET;
+use crate::serve::auth::{bearer_token, constant_time_eq};
 
 /// How long a TLS handshake may take before the connection is dropped.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -60,28 +61,6 @@ impl Authenticate for BearerToken {
             Err("invalid bearer token".to_string())
         }
     }
-}
-
-/// The token of a `Bearer <token>` header value (scheme case-insensitive).
-fn bearer_token(value: &[u8]) -> Option<&[u8]> {
-    let value = value.trim_ascii();
-    let scheme = value.get(..7)?;
-    if !scheme.eq_ignore_ascii_case(b"bearer ") {
-        return None;
-    }
-    let token = value.get(7..)?.trim_ascii();
-    (!token.is_empty()).then_some(token)
-}
-
-/// Compares in time that depends only on the lengths, not on where the bytes differ.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    let mut diff = u8::from(a.len() != b.len());
-    for i in 0..a.len().max(b.len()) {
-        let x = a.get(i).copied().unwrap_or(0);
-        let y = b.get(i).copied().unwrap_or(0);
-        diff |= std::hint::black_box(x ^ y);
-    }
-    diff == 0
 }
 
 /// Where TLS settings come from: fixed, or asked for on every connection (to follow a

@@ -141,7 +141,7 @@ impl Auth {
 }
 
 /// The token of a `Bearer <token>` header value (scheme case-insensitive).
-fn bearer_token(value: &[u8]) -> Option<&[u8]> {
+pub(crate) fn bearer_token(value: &[u8]) -> Option<&[u8]> {
     let value = value.trim_ascii();
     let scheme = value.get(..7)?;
     if !scheme.eq_ignore_ascii_case(b"bearer ") {
@@ -152,7 +152,7 @@ fn bearer_token(value: &[u8]) -> Option<&[u8]> {
 }
 
 /// Compares in time that depends only on the lengths, not on where the bytes differ.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     let mut diff = u8::from(a.len() != b.len());
     for i in 0..a.len().max(b.len()) {
         let x = a.get(i).copied().unwrap_or(0);
