@@ -117,6 +117,11 @@ fn probes_metrics_and_unknown_routes() {
         r#"rollgate_http_requests_total{endpoint="/flagger/v1/check",status="200"}"#,
         1.0,
     );
+    // Three analyses of guard + query each: six instant queries, all answered.
+    check(
+        r#"rollgate_prometheus_queries_total{kind="instant",outcome="ok"}"#,
+        6.0,
+    );
     check(
         r#"rollgate_http_requests_total{endpoint="/flagger/v1/check",status="412"}"#,
         2.0,

@@ -184,7 +184,7 @@ impl Engine {
                 query: q.to_string(),
                 time: opts.at,
             };
-            async move { self.backend.query(config, &request, opts.deadline).await }
+            async move { self.query(config, &request, opts.deadline).await }
         };
         let (cb, ct, sb, st) = futures::join!(
             one(&canary.bad),
@@ -224,7 +224,7 @@ impl Engine {
             end,
             step,
         };
-        let response = self.backend.query(config, &request, opts.deadline).await?;
+        let response = self.query(config, &request, opts.deadline).await?;
         Ok((response.data, response.warnings))
     }
 }

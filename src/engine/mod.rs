@@ -13,12 +13,13 @@ pub mod result;
 mod wait;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
 use crate::measurement::{Measurement, Phase};
-use crate::prometheus::{Backend, PrometheusConfig, QueryRequest, QueryResponse};
+use crate::prometheus::{Backend, PrometheusConfig, PrometheusError, QueryRequest, QueryResponse};
 use crate::spec::{Metric, MetricKind, OnInsufficient, Provider};
 
 pub use no_data::NoData;
@@ -72,16 +73,49 @@ impl EvalOptions {
     }
 }
 
+/// Told about every Prometheus query the engine sends: its kind (`instant`, `range`), its
+/// outcome (`ok` or [`PrometheusError::kind_label`]) and how long it took.
+pub type QueryObserver = Arc<dyn Fn(&'static str, &'static str, Duration) + Send + Sync>;
+
 /// The analysis engine. Cheap to share behind an `Arc`.
 pub struct Engine {
     backend: Backend,
     addresses: AddressPolicy,
+    observer: Option<QueryObserver>,
 }
 
 impl Engine {
     /// An engine that sends queries to `backend`, choosing addresses by `addresses`.
     pub fn new(backend: Backend, addresses: AddressPolicy) -> Engine {
-        Engine { backend, addresses }
+        Engine {
+            backend,
+            addresses,
+            observer: None,
+        }
+    }
+
+    /// The same engine, reporting every query to `observer` (e.g. a service's `/metrics`).
+    pub fn with_query_observer(mut self, observer: QueryObserver) -> Engine {
+        self.observer = Some(observer);
+        self
+    }
+
+    /// Sends one query through the backend, reporting it to the observer.
+    async fn query(
+        &self,
+        config: &PrometheusConfig,
+        request: &QueryRequest,
+        deadline: Option<tokio::time::Instant>,
+    ) -> Result<QueryResponse, PrometheusError> {
+        let started = std::time::Instant::now();
+        let result = self.backend.query(config, request, deadline).await;
+        if let Some(observe) = &self.observer {
+            let outcome = result
+                .as_ref()
+                .map_or_else(PrometheusError::kind_label, |_| "ok");
+            observe(request.kind(), outcome, started.elapsed());
+        }
+        result
     }
 
     /// The query backend (to save a recording after a dry run).
@@ -234,7 +268,7 @@ impl Engine {
             query: query.to_string(),
             time: opts.at,
         };
-        match self.backend.query(config, &request, opts.deadline).await {
+        match self.query(config, &request, opts.deadline).await {
             Err(e) => out.error(format!("query failed: {e}")),
             Ok(response) => {
                 out.note_warnings(&response);

@@ -98,7 +98,7 @@ impl Engine {
             query: query.to_string(),
             time: opts.at,
         };
-        self.backend.query(config, &request, opts.deadline).await
+        self.query(config, &request, opts.deadline).await
     }
 }
 

@@ -106,6 +106,22 @@ pub enum PrometheusError {
 }
 
 impl PrometheusError {
+    /// A short, fixed label for the kind of failure, for metrics (`connect`, `timeout`, ...).
+    pub fn kind_label(&self) -> &'static str {
+        match self {
+            PrometheusError::Connect { .. } => "connect",
+            PrometheusError::Timeout { .. } => "timeout",
+            PrometheusError::Http { .. } => "http",
+            PrometheusError::Api { .. } => "api",
+            PrometheusError::Malformed { .. } => "malformed",
+            PrometheusError::TooLarge { .. } => "too_large",
+            PrometheusError::UnsupportedResultType { .. } => "unsupported_result",
+            PrometheusError::Config(_) => "config",
+            PrometheusError::Recording { .. } => "recording",
+            PrometheusError::ReplayMiss { .. } => "replay_miss",
+        }
+    }
+
     /// Whether another attempt could plausibly succeed: connection failures, timeouts and the
     /// gateway/unavailable statuses (502, 503, 504). Never a 4xx, a `bad_data` error or a
     /// malformed body.

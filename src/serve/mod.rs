@@ -125,8 +125,8 @@ pub struct AppState {
     pub templates: templates::Store,
     /// Bearer-token authentication.
     pub auth: auth::Auth,
-    /// Request and verdict metrics.
-    pub metrics: ops::Metrics,
+    /// Request, verdict and Prometheus query metrics.
+    pub metrics: Arc<ops::Metrics>,
     /// Handler limits.
     pub settings: Settings,
     shutting_down: AtomicBool,
@@ -185,11 +185,18 @@ impl Server {
                     addr: config.listen,
                     source,
                 })?;
+        let metrics = Arc::new(ops::Metrics::default());
+        let observed = metrics.clone();
+        let engine = config
+            .engine
+            .with_query_observer(Arc::new(move |kind, outcome, latency| {
+                observed.observe_query(kind, outcome, latency)
+            }));
         let state = Arc::new(AppState {
-            engine: config.engine,
+            engine,
             templates: templates::Store::new(config.templates_dir, set),
             auth,
-            metrics: ops::Metrics::default(),
+            metrics,
             settings: config.settings,
             shutting_down: AtomicBool::new(false),
             reloading: Mutex::new(()),
