@@ -414,3 +414,53 @@ async fn tls_is_offered_and_plaintext_refused() {
     );
     refused(&cases, "plaintext_refused", "UNAVAILABLE", "");
 }
+
+/// `rollgate serve --grpc-listen`: the binary serves the gRPC API beside HTTP, with the HTTP
+/// side's bearer token.
+#[test]
+fn serve_grpc_listen_serves_the_api_with_the_token() {
+    let prom = stub();
+    let dir = tempfile::tempdir().unwrap();
+    let token_file = dir.path().join("token");
+    std::fs::write(&token_file, TOKEN).unwrap();
+    let free = || {
+        let l = StdListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap()
+    };
+    let grpc_addr = free();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rollgate"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--grpc-listen"])
+        .arg(grpc_addr.to_string())
+        .arg("--auth-token-file")
+        .arg(&token_file)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while std::net::TcpStream::connect(grpc_addr).is_err() {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "gRPC port never opened"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let args = [
+        "--token".to_string(),
+        TOKEN.into(),
+        "--prom".into(),
+        prom.url.clone(),
+        "--suite".into(),
+        "serve".into(),
+    ];
+    let cases = python(grpc_addr, &args);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(ok(&cases, "health")["status"], "SERVING");
+    assert_eq!(
+        ok(&cases, "run_successful")["measurement"]["phase"],
+        "PHASE_SUCCESSFUL"
+    );
+    refused(&cases, "run_without_token", "UNAUTHENTICATED", "");
+}

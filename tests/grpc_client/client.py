@@ -239,6 +239,16 @@ class Runner:
         self.record("plaintext_refused", lambda: health_svc.HealthStub(plain).Check(H(service=""), timeout=5))
 
 
+    def serve(self):
+        """`rollgate serve --grpc-listen`: health, a Run with the token, and one without it."""
+        pb, a = self.pb, self.args
+        H = self.health_pb.HealthCheckRequest
+        self.record("health", lambda: self.health.Check(H(service=""), timeout=10))
+        req = pb.RunRequest(metric=self.metric("error-rate", self.spec(a.prom, "vector(1)"), "result[0] < 0.01"))
+        self.record("run_successful", lambda: self.stub.Run(req, metadata=self.auth, timeout=10))
+        self.record("run_without_token", lambda: self.stub.Run(req, timeout=10))
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--addr", required=True)
@@ -247,7 +257,7 @@ def main():
     p.add_argument("--hang", default="")
     p.add_argument("--token", default="")
     p.add_argument("--tls-ca", default="")
-    p.add_argument("--suite", choices=["full", "tls"], default="full")
+    p.add_argument("--suite", choices=["full", "tls", "serve"], default="full")
     args = p.parse_args()
     with tempfile.TemporaryDirectory(prefix="rollgate-grpc-py-") as out:
         generate(args.proto_root, out)
