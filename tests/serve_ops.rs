@@ -309,8 +309,10 @@ fn sighup_reloads_templates_and_keeps_the_old_set_when_the_new_one_is_broken() {
     let rt = runtime();
     // Requests keep flowing through every reload; none may fail.
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sent = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let background = {
         let stop = stop.clone();
+        let sent = sent.clone();
         let check = check.clone();
         rt.spawn(async move {
             let mut statuses = Vec::new();
@@ -319,6 +321,7 @@ fn sighup_reloads_templates_and_keeps_the_old_set_when_the_new_one_is_broken() {
                     break;
                 }
                 statuses.push(check("error-rate", "one").await);
+                sent.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 tokio::time::sleep(Duration::from_millis(5)).await;
             }
             statuses
@@ -375,6 +378,14 @@ fn sighup_reloads_templates_and_keeps_the_old_set_when_the_new_one_is_broken() {
         "the rotated token replaces the old one"
     );
 
+    // The background requests run while the runtime is driven: give them time to pass the
+    // reloads (bounded), then stop them.
+    rt.block_on(async {
+        let until = Instant::now() + Duration::from_secs(10);
+        while sent.load(std::sync::atomic::Ordering::Relaxed) < 20 && Instant::now() < until {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    });
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let statuses = rt.block_on(background).unwrap();
     assert!(statuses.len() > 5, "{} background requests", statuses.len());
