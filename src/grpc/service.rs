@@ -23,7 +23,7 @@ use crate::engine::{Engine, EvalOptions};
 use crate::goplugin::AnalysisRunRef;
 use crate::measurement::Measurement;
 use crate::plugin::{metric_from_argo, MEASUREMENT_BUDGET, PROVIDER_TYPE};
-use crate::spec::{substitute, substitute_str, ArgValues, Metric, Provider};
+use crate::spec::{substitute, substitute_str, ArgValues, Metric};
 
 /// How the service treats requests.
 #[derive(Debug, Clone)]
@@ -181,22 +181,12 @@ pub fn parse_grpc_timeout(value: &str) -> Option<Duration> {
 
 /// Refuses specs that would read files on this machine.
 fn refuse_server_files(metric: &Metric) -> Result<(), Status> {
-    let Provider::Rollgate(spec) = &metric.provider else {
-        return Ok(());
-    };
-    let p = &spec.prometheus;
-    let key = if p.bearer_token_file.is_some() {
-        "bearerTokenFile"
-    } else if p.basic_auth.is_some() {
-        "basicAuth"
-    } else if p.ca_file.is_some() {
-        "caFile"
-    } else {
-        return Ok(());
-    };
-    Err(Status::permission_denied(format!(
-        "prometheus.{key}: specs sent over the network may not read files on the rollgate server; use a plugin deployment or a template for credentials"
-    )))
+    match metric.server_file_key() {
+        Some(key) => Err(Status::permission_denied(format!(
+            "prometheus.{key}: specs sent over the network may not read files on the rollgate server; use a plugin deployment or a template for credentials"
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// The spec and conditions of `m` with `{{args.NAME}}` replaced from `args`.

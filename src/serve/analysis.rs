@@ -160,20 +160,7 @@ fn take_condition(map: &mut Map<String, Value>, key: &str) -> Result<String, Spe
 
 /// Inline specs come from the network; files on this server are not theirs to read.
 fn refuse_server_files(metric: &Metric) -> Result<(), Rejection> {
-    let Provider::Rollgate(spec) = &metric.provider else {
-        return Ok(());
-    };
-    let p = &spec.prometheus;
-    let key = if p.bearer_token_file.is_some() {
-        Some("bearerTokenFile")
-    } else if p.basic_auth.is_some() {
-        Some("basicAuth")
-    } else if p.ca_file.is_some() {
-        Some("caFile")
-    } else {
-        None
-    };
-    match key {
+    match metric.server_file_key() {
         Some(key) => Err(Rejection::unprocessable(format!(
             "spec.prometheus.{key}: inline specs may not read files on the rollgate server; put credentials in a template loaded with --templates"
         ))),

@@ -233,6 +233,24 @@ impl Metric {
         )
     }
 
+    /// The first key that makes this metric read a file on the machine that measures it
+    /// (credentials, CA), if any: specs that arrive over the network may not.
+    pub fn server_file_key(&self) -> Option<&'static str> {
+        let Provider::Rollgate(spec) = &self.provider else {
+            return None;
+        };
+        let p = &spec.prometheus;
+        if p.bearer_token_file.is_some() {
+            Some("bearerTokenFile")
+        } else if p.basic_auth.is_some() {
+            Some("basicAuth")
+        } else if p.ca_file.is_some() {
+            Some("caFile")
+        } else {
+            None
+        }
+    }
+
     /// A metric as the plugin surfaces build it: rollgate spec plus Argo's conditions.
     pub fn with_spec(
         name: &str,
