@@ -38,22 +38,34 @@ const METRIC_CACHE_SIZE: usize = 4096;
 /// Builds the engine's metric from the controller's: the single `provider.plugin` entry, whatever
 /// its key, plus Argo's conditions and interval. The controller sends the same metric at every
 /// interval, and parsing it (PromQL, regexes, conditions) costs more than the whole protocol, so
-/// results are kept by the metric's exact wire form.
+/// results are kept by the metric's wire form less its name (metrics of many runs share a spec).
 pub fn metric_from_argo(metric: &ArgoMetric) -> Result<Arc<Metric>, SpecError> {
     type Cache = Mutex<HashMap<ArgoMetric, Result<Arc<Metric>, SpecError>>>;
     static CACHE: OnceLock<Cache> = OnceLock::new();
     let cache = CACHE.get_or_init(Cache::default);
-    if let Some(hit) = cache.lock().ok().and_then(|c| c.get(metric).cloned()) {
-        return hit;
-    }
-    let parsed = parse_argo_metric(metric).map(Arc::new);
-    if let Ok(mut c) = cache.lock() {
-        if c.len() >= METRIC_CACHE_SIZE {
-            c.clear();
+    let key = ArgoMetric {
+        name: String::new(),
+        ..metric.clone()
+    };
+    let cached = cache.lock().ok().and_then(|c| c.get(&key).cloned());
+    let parsed = match cached {
+        Some(hit) => hit,
+        None => {
+            let parsed = parse_argo_metric(&key).map(Arc::new);
+            if let Ok(mut c) = cache.lock() {
+                if c.len() >= METRIC_CACHE_SIZE {
+                    c.clear();
+                }
+                c.insert(key, parsed.clone());
+            }
+            parsed
         }
-        c.insert(metric.clone(), parsed.clone());
-    }
-    parsed
+    };
+    parsed.map(|m| {
+        let mut named = Metric::clone(&m);
+        named.name.clone_from(&metric.name);
+        Arc::new(named)
+    })
 }
 
 fn parse_argo_metric(metric: &ArgoMetric) -> Result<Metric, SpecError> {
