@@ -131,46 +131,59 @@ fn link_sources(gopath: &Path) -> Result<(), String> {
     }
 }
 
+/// Builds `packages` (paths below tests/gohost) with Debian's Go in GOPATH mode into `out` (a
+/// file, or a directory when it ends in `/`); `root` holds the GOPATH link and the Go cache.
+pub fn go_build(root: &Path, packages: &[&str], out: &Path) -> Result<(), String> {
+    let gopath = root.join("gopath");
+    link_sources(&gopath)?;
+    let gocode = std::env::var("GOHOST_GOCODE").unwrap_or_else(|_| DEFAULT_GOCODE.to_string());
+    let gocache = std::env::var_os("GOCACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("gocache"));
+    let go = std::env::var("GO").unwrap_or_else(|_| "go".to_string());
+    let output = Command::new(&go)
+        .arg("build")
+        .arg("-o")
+        .arg(out)
+        .args(packages.iter().map(|p| format!("{IMPORT_ROOT}/{p}")))
+        .env("GO111MODULE", "off")
+        .env("GOPATH", format!("{}:{gocode}", gopath.display()))
+        .env("GOFLAGS", "")
+        .env("CGO_ENABLED", "0")
+        .env("GOCACHE", &gocache)
+        .current_dir(root)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("running `{go} build` (is golang-go installed?): {e}"))?;
+    if output.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{go} build` failed ({}); tests/gohost needs golang-go, golang-github-hashicorp-go-plugin-dev, golang-google-grpc-dev and golang-google-protobuf-dev:\n{}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        ))
+    }
+}
+
 fn build_uncached() -> Result<GoHost, String> {
     let root = work_dir();
-    let gopath = root.join("gopath");
     let bin = root.join("bin");
-    link_sources(&gopath)?;
     // Build into a private directory, then rename: concurrent test processes never see a
     // half-written binary.
     let staging = root.join(format!("bin.tmp.{}", std::process::id()));
     std::fs::create_dir_all(&staging)
         .map_err(|e| format!("creating {}: {e}", staging.display()))?;
     std::fs::create_dir_all(&bin).map_err(|e| format!("creating {}: {e}", bin.display()))?;
-    let gocode = std::env::var("GOHOST_GOCODE").unwrap_or_else(|_| DEFAULT_GOCODE.to_string());
-    let gocache = std::env::var_os("GOCACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("gocache"));
-    let go = std::env::var("GO").unwrap_or_else(|_| "go".to_string());
     let mut out_dir = staging.clone().into_os_string();
     out_dir.push("/");
-    let output = Command::new(&go)
-        .arg("build")
-        .arg("-o")
-        .arg(&out_dir)
-        .arg(format!("{IMPORT_ROOT}/cmd/gohost"))
-        .arg(format!("{IMPORT_ROOT}/cmd/goplugin-baseline"))
-        .env("GO111MODULE", "off")
-        .env("GOPATH", format!("{}:{gocode}", gopath.display()))
-        .env("GOFLAGS", "")
-        .env("CGO_ENABLED", "0")
-        .env("GOCACHE", &gocache)
-        .current_dir(&root)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("running `{go} build` (is golang-go installed?): {e}"))?;
-    if !output.status.success() {
+    if let Err(e) = go_build(
+        &root,
+        &["cmd/gohost", "cmd/goplugin-baseline"],
+        Path::new(&out_dir),
+    ) {
         let _ = std::fs::remove_dir_all(&staging);
-        return Err(format!(
-            "`{go} build` failed ({}):\n{}",
-            output.status,
-            String::from_utf8_lossy(&output.stderr)
-        ));
+        return Err(e);
     }
     for name in ["gohost", "goplugin-baseline"] {
         std::fs::rename(staging.join(name), bin.join(name))
