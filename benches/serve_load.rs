@@ -6,13 +6,16 @@
 //!    `CONNECTIONS` connections on one thread) runs for `RUN` after a warm-up, once with the
 //!    access log off and once with it on. Prints requests/s, p50, p99 (targets: >= 10,000
 //!    req/s, p99 <= 20 ms on 2 cores, driver included).
-//! 2. Overhead against the real Prometheus: one caller, `ROUNDS` interleaved rounds of (a) the
-//!    same check through `rollgate serve` and (b) the same two queries sent concurrently with plain reqwest.
-//!    Prints both medians and their ratio (target <= 1.2).
+//! 2. Overhead against a real Prometheus: one caller, `ROUNDS` interleaved rounds of (a) the
+//!    check through `rollgate serve` and (b) the template's two queries sent concurrently with
+//!    plain reqwest, for services of 2 to 2,000 series per query (`SIZES`, a Prometheus of
+//!    their own). Prints both medians, their difference and ratio (target <= 1.2), and the
+//!    HTTP hop alone, to serve's `/healthz` and to Prometheus's `/-/healthy`: the difference is
+//!    about one such hop whatever the query, so the ratio depends on what the queries cost.
+//!
+//! `cargo bench --bench serve_load [throughput|overhead]` runs one part.
 //!
 //! The machine is shared: compare the ratio, and read absolute figures with the load noted.
-//!
-//! `cargo bench --bench serve_load`
 
 #[path = "../tests/serve_common/mod.rs"]
 mod serve_common;
@@ -23,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use serve_common::{error_rate_template, flagger_payload, path_str, template_dir, ServeProcess};
-use support::scenarios::HEALTHY;
+use support::scenarios::{Rate, Traffic, HEALTHY};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -224,8 +227,78 @@ fn throughput(label: &str, log_level: &str) {
     });
 }
 
+/// A service of the sized data set: `pods` x `routes` x 2 codes series of `http_requests_total`
+/// (`service`, `track="canary"`, `pod`, `route`, `code`), 100 req/s and 0.1 % 5xx in all.
+struct Sized {
+    service: &'static str,
+    pods: usize,
+    routes: usize,
+}
+
+/// From the two series of the test scenarios to a service with many pods and routes, whose
+/// `sum(rate(...[5m]))` makes Prometheus read 40,000 samples.
+const SIZES: [Sized; 4] = [
+    Sized {
+        service: "size-2",
+        pods: 1,
+        routes: 1,
+    },
+    Sized {
+        service: "size-20",
+        pods: 1,
+        routes: 10,
+    },
+    Sized {
+        service: "size-200",
+        pods: 10,
+        routes: 10,
+    },
+    Sized {
+        service: "size-2000",
+        pods: 100,
+        routes: 10,
+    },
+];
+
+/// The sized services, sampled every 15 s from 30 minutes before `base` to 10 minutes after.
+fn sized_dataset(base: i64) -> String {
+    use support::scenarios::{push_sample, times, Dataset, STEP};
+    let mut ds = Dataset::new();
+    let buf = ds.family("http_requests", "counter");
+    for size in &SIZES {
+        let series = (size.pods * size.routes) as f64;
+        for pod in 0..size.pods {
+            for route in 0..size.routes {
+                let (pod, route) = (format!("pod-{pod}"), format!("/r{route}"));
+                for (code, per_second) in [("200", 99.9 / series), ("500", 0.1 / series)] {
+                    let labels = [
+                        ("service", size.service),
+                        ("track", "canary"),
+                        ("pod", pod.as_str()),
+                        ("route", route.as_str()),
+                        ("code", code),
+                    ];
+                    for t in times(base, -1800, 600, STEP) {
+                        let v = (per_second * (t - base + 1800) as f64).floor();
+                        push_sample(buf, "http_requests_total", &labels, v, t);
+                    }
+                }
+            }
+        }
+    }
+    ds.finish()
+}
+
+/// Medians (ms) of one size: the check through serve, the two queries alone.
+struct Overhead {
+    series: usize,
+    serve: Duration,
+    plain: Duration,
+}
+
 fn overhead() {
-    let prom = support::prom::shared();
+    let base = support::scenarios::base_now();
+    let prom = support::prom::PromServer::start(base, &sized_dataset(base));
     let dir = template_dir(&[(
         "error-rate.yaml",
         error_rate_template("error-rate", "inconclusive"),
@@ -244,97 +317,128 @@ fn overhead() {
         .unwrap();
     let check_url = format!("{}/flagger/v1/check", server.url);
     let query_url = format!("{}/api/v1/query", prom.url);
-    let payload = flagger_payload(
-        "Progressing",
-        &[("template", "error-rate"), ("args.service", "healthy")],
-    );
-    let client = reqwest::Client::builder().no_proxy().build().unwrap();
     let health_url = format!("{}/healthz", server.url);
-    let (serve_times, plain_times, hop_times) = runtime.block_on(async {
-        let via_serve = || async {
-            let resp = client
-                .post(&check_url)
-                .header("Content-Type", "application/json")
-                .body(payload.clone())
-                .send()
-                .await
-                .unwrap();
-            assert_eq!(resp.status().as_u16(), 200);
-            resp.bytes().await.unwrap();
-        };
-        // rollgate sends the guard and the query together; so does the baseline.
-        let plain_query = |q: String| {
-            let request = client
-                .post(&query_url)
-                .header("content-type", "application/x-www-form-urlencoded")
-                .body(format!("query={}", support::prom::urlencode(&q)));
+    let prom_health_url = format!("{}/-/healthy", prom.url);
+    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    let mut rows = Vec::new();
+    let mut prom_hop_times = Vec::new();
+    let mut hop_times = Vec::new();
+    runtime.block_on(async {
+        // The HTTP round trip to rollgate alone, with no analysis behind it.
+        let get = |url: &str| {
+            let request = client.get(url);
             async move {
-                let body = request.send().await.unwrap().bytes().await.unwrap();
-                let v: Value = serde_json::from_slice(&body).unwrap();
-                assert_eq!(v["status"], "success");
+                let resp = request.send().await.unwrap();
+                assert_eq!(resp.status().as_u16(), 200);
+                resp.bytes().await.unwrap();
             }
         };
-        let plain = || async {
-            futures::join!(
-                plain_query(HEALTHY.total_query("5m")),
-                plain_query(HEALTHY.ratio_query("5m"))
+        let hop = || get(&health_url);
+        let prom_hop = || get(&prom_health_url);
+        for size in &SIZES {
+            let payload = flagger_payload(
+                "Progressing",
+                &[("template", "error-rate"), ("args.service", size.service)],
             );
-        };
-        // The HTTP round trip to rollgate alone, with no analysis behind it.
-        let hop = || async {
-            let resp = client.get(&health_url).send().await.unwrap();
-            assert_eq!(resp.status().as_u16(), 200);
-            resp.bytes().await.unwrap();
-        };
-        for _ in 0..20 {
-            via_serve().await;
-            plain().await;
-            hop().await;
+            let via_serve = || async {
+                let resp = client
+                    .post(&check_url)
+                    .header("Content-Type", "application/json")
+                    .body(payload.clone())
+                    .send()
+                    .await
+                    .unwrap();
+                let status = resp.status().as_u16();
+                let body = resp.text().await.unwrap();
+                assert_eq!(status, 200, "{}: {body}", size.service);
+            };
+            // The template's two queries, sent together as rollgate sends them.
+            let traffic = Traffic {
+                service: size.service,
+                track: "canary",
+                ok: Rate::ZERO,
+                errors: None,
+                stop: None,
+            };
+            let queries = [traffic.total_query("5m"), traffic.ratio_query("5m")];
+            let plain_query = |q: &str| {
+                let request = client
+                    .post(&query_url)
+                    .header("content-type", "application/x-www-form-urlencoded")
+                    .body(format!("query={}", support::prom::urlencode(q)));
+                async move {
+                    let body = request.send().await.unwrap().bytes().await.unwrap();
+                    let v: Value = serde_json::from_slice(&body).unwrap();
+                    assert_eq!(v["status"], "success");
+                    assert_eq!(v["data"]["result"].as_array().map(Vec::len), Some(1));
+                }
+            };
+            let plain = || async {
+                futures::join!(plain_query(&queries[0]), plain_query(&queries[1]));
+            };
+            for _ in 0..20 {
+                via_serve().await;
+                plain().await;
+                hop().await;
+            }
+            let (mut s, mut p) = (Vec::with_capacity(ROUNDS), Vec::with_capacity(ROUNDS));
+            for _ in 0..ROUNDS {
+                s.push(timed(via_serve()).await);
+                p.push(timed(plain()).await);
+                hop_times.push(timed(hop()).await);
+                prom_hop_times.push(timed(prom_hop()).await);
+            }
+            s.sort();
+            p.sort();
+            rows.push(Overhead {
+                series: size.pods * size.routes * 2,
+                serve: pct(&s, 0.5),
+                plain: pct(&p, 0.5),
+            });
         }
-        let mut s = Vec::with_capacity(ROUNDS);
-        let mut p = Vec::with_capacity(ROUNDS);
-        let mut h = Vec::with_capacity(ROUNDS);
-        for _ in 0..ROUNDS {
-            let t = Instant::now();
-            via_serve().await;
-            s.push(t.elapsed());
-            let t = Instant::now();
-            plain().await;
-            p.push(t.elapsed());
-            let t = Instant::now();
-            hop().await;
-            h.push(t.elapsed());
-        }
-        s.sort();
-        p.sort();
-        h.sort();
-        (s, p, h)
     });
-    let (s, p) = (pct(&serve_times, 0.5), pct(&plain_times, 0.5));
+    hop_times.sort();
+    let hop = pct(&hop_times, 0.5);
+    println!("  series per query | 2 queries alone | check via serve | serve - alone | ratio (target <= 1.2)");
+    for r in &rows {
+        println!(
+            "  {:>16} | {:>12.3} ms | {:>12.3} ms | {:>+10.3} ms | {:.3}",
+            r.series,
+            ms(r.plain),
+            ms(r.serve),
+            ms(r.serve) - ms(r.plain),
+            r.serve.as_secs_f64() / r.plain.as_secs_f64()
+        );
+    }
+    prom_hop_times.sort();
     println!(
-        "  check via rollgate serve    : median {:>7.3} ms, p99 {:>7.3} ms",
-        ms(s),
-        ms(pct(&serve_times, 0.99))
-    );
-    println!(
-        "  the 2 queries, plain reqwest: median {:>7.3} ms, p99 {:>7.3} ms",
-        ms(p),
-        ms(pct(&plain_times, 0.99))
-    );
-    let h = pct(&hop_times, 0.5);
-    println!("  GET /healthz (the HTTP hop) : median {:>7.3} ms", ms(h));
-    println!(
-        "  ratio serve / plain         : {:.3} (target <= 1.2); without the hop: {:.3}",
-        s.as_secs_f64() / p.as_secs_f64(),
-        (s.as_secs_f64() - h.as_secs_f64()) / p.as_secs_f64()
+        "  the HTTP hop alone: GET /healthz of serve median {:.3} ms; GET /-/healthy of Prometheus {:.3} ms",
+        ms(hop),
+        ms(pct(&prom_hop_times, 0.5))
     );
 }
 
+/// How long `work` takes.
+async fn timed(work: impl std::future::Future<Output = ()>) -> Duration {
+    let started = Instant::now();
+    work.await;
+    started.elapsed()
+}
+
 fn main() {
-    // `cargo bench` passes --bench; any other argument filters nothing here.
-    println!("serve_load: /flagger/v1/check throughput, replay-backed (guard + ratio query)");
-    throughput("access log off", "warn,rollgate::serve::access=warn");
-    throughput("access log on (JSON, stderr)", "warn");
-    println!("serve_load: {ROUNDS} interleaved rounds against the real Prometheus");
-    overhead();
+    // `cargo bench` passes --bench; a further argument picks one part: `throughput` or `overhead`.
+    let only: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
+    let wanted = |part: &str| only.is_empty() || only.iter().any(|a| a == part);
+    if wanted("throughput") {
+        println!("serve_load: /flagger/v1/check throughput, replay-backed (guard + ratio query)");
+        throughput("access log off", "warn,rollgate::serve::access=warn");
+        throughput("access log on (JSON, stderr)", "warn");
+    }
+    if wanted("overhead") {
+        println!("serve_load: {ROUNDS} interleaved rounds against the real Prometheus");
+        overhead();
+    }
 }
