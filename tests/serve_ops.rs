@@ -1,5 +1,5 @@
-//! Operating `rollgate serve`: probes, /metrics, TLS, start-up errors, SIGHUP reloads and
-//! SIGTERM with requests in flight — the real binary on 127.0.0.1.
+//! Operating `rollgate serve`: probes, /metrics, TLS, start-up errors, SIGHUP reloads, reloads
+//! on file changes and SIGTERM with requests in flight — the real binary on 127.0.0.1.
 
 mod serve_common;
 mod support;
@@ -274,37 +274,12 @@ fn startup_problems_are_named_and_exit_1() {
 
 #[test]
 fn sighup_reloads_templates_and_keeps_the_old_set_when_the_new_one_is_broken() {
-    let prom = support::prom::shared();
     let dir = template_dir(&[("a.yaml", error_rate_template("error-rate", "inconclusive"))]);
-    let tokens = tempfile::tempdir().unwrap();
-    let token = tokens.path().join("token");
-    std::fs::write(&token, "one").unwrap();
-    let server = ServeProcess::start(&[
-        "--prometheus",
-        &prom.url,
-        "--templates",
-        path_str(dir.path()),
-        "--auth-token-file",
-        path_str(&token),
-    ]);
+    let (server, _tokens, token) = server_with_token(dir.path(), "one", &[]);
     let url = format!("{}/flagger/v1/check", server.url);
-    let check = move |template: &str, token: &str| {
+    let check = move |template: &'static str, token: &'static str| {
         let url = url.clone();
-        let body = flagger_payload(
-            "Progressing",
-            &[("template", template), ("args.service", "healthy")],
-        );
-        let token = token.to_string();
-        async move {
-            let resp = client()
-                .post(&url)
-                .header("Authorization", format!("Bearer {token}"))
-                .body(body)
-                .send()
-                .await
-                .unwrap();
-            resp.status().as_u16()
-        }
+        async move { check_status(&url, template, token).await }
     };
     let rt = runtime();
     // Requests keep flowing through every reload; none may fail.
@@ -331,11 +306,7 @@ fn sighup_reloads_templates_and_keeps_the_old_set_when_the_new_one_is_broken() {
     std::fs::write(dir.path().join("b.yaml"), "kind: AnalysisTemplate\nspec: [").unwrap();
     server.signal("HUP");
     let failed = server
-        .wait_for_log(Duration::from_secs(10), |v| {
-            v["@message"]
-                .as_str()
-                .is_some_and(|m| m.starts_with("template reload failed"))
-        })
+        .wait_for_log(Duration::from_secs(10), is_reload_failure)
         .expect("the failed reload is logged");
     assert_eq!(failed["@level"], "error");
     assert!(
@@ -521,4 +492,163 @@ fn a_body_that_does_not_arrive_in_time_gets_408() {
         "{:?}",
         started.elapsed()
     );
+}
+
+/// Writes `files` into `dir` as the kubelet updates a mounted ConfigMap: into a new hidden
+/// directory, then `..data` is swapped to it atomically and each key is a symlink through it.
+fn configmap_update(dir: &std::path::Path, generation: u32, files: &[(&str, String)]) {
+    use std::os::unix::fs::symlink;
+    let version = format!("..2026_11_29_{generation:04}");
+    std::fs::create_dir(dir.join(&version)).unwrap();
+    for (name, text) in files {
+        std::fs::write(dir.join(&version).join(name), text).unwrap();
+    }
+    let _ = std::fs::remove_file(dir.join("..data_tmp"));
+    symlink(&version, dir.join("..data_tmp")).unwrap();
+    std::fs::rename(dir.join("..data_tmp"), dir.join("..data")).unwrap();
+    for (name, _) in files {
+        let link = dir.join(name);
+        if std::fs::symlink_metadata(&link).is_err() {
+            symlink(format!("..data/{name}"), link).unwrap();
+        }
+    }
+}
+
+#[test]
+fn reload_interval_picks_up_configmap_and_token_changes_without_a_signal() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = ("a.yaml", error_rate_template("error-rate", "inconclusive"));
+    configmap_update(dir.path(), 1, std::slice::from_ref(&a));
+    let (server, _tokens, token) = server_with_token(
+        dir.path(),
+        "token-one-7f3a",
+        &["--reload-interval", "100ms"],
+    );
+    let url = format!("{}/flagger/v1/check", server.url);
+    let rt = runtime();
+    let check = |template: &str, token: &str| rt.block_on(check_status(&url, template, token));
+    let wait_for = |what: &str, template: &str, token: &str, status: u16| {
+        let started = Instant::now();
+        while check(template, token) != status {
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "{what}: not seen within 10 s"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let failures = || {
+        server
+            .log_json()
+            .iter()
+            .filter(|v| is_reload_failure(v))
+            .count()
+    };
+    assert_eq!(check("error-rate", "token-one-7f3a"), 200);
+    assert_eq!(
+        check("error-rate-b", "token-one-7f3a"),
+        422,
+        "not loaded yet"
+    );
+
+    let b = (
+        "b.yaml",
+        error_rate_template("error-rate-b", "inconclusive"),
+    );
+    configmap_update(dir.path(), 2, &[a.clone(), b.clone()]);
+    wait_for(
+        "a template added to the ConfigMap",
+        "error-rate-b",
+        "token-one-7f3a",
+        200,
+    );
+
+    let broken = ("c.yaml", "kind: AnalysisTemplate\nspec: [".to_string());
+    configmap_update(dir.path(), 3, &[a, b, broken]);
+    let failed = server
+        .wait_for_log(Duration::from_secs(10), is_reload_failure)
+        .expect("the failed reload is logged");
+    assert!(
+        failed["error"].as_str().unwrap().contains("c.yaml"),
+        "{failed}"
+    );
+    assert_eq!(
+        check("error-rate-b", "token-one-7f3a"),
+        200,
+        "the old set stays"
+    );
+    // A broken change is tried once, not at every interval.
+    std::thread::sleep(Duration::from_millis(600));
+    assert_eq!(failures(), 1);
+
+    std::fs::write(&token, "token-two-91c2").unwrap();
+    wait_for("the rotated token", "error-rate", "token-two-91c2", 200);
+    assert_eq!(check("error-rate", "token-one-7f3a"), 401);
+    assert!(
+        !server
+            .logs()
+            .iter()
+            .any(|l| l.contains("token-one-7f3a") || l.contains("token-two-91c2")),
+        "no token in the logs"
+    );
+}
+
+#[test]
+fn a_zero_reload_interval_is_refused() {
+    let (status, logs) = ServeProcess::try_start(&["--reload-interval", "0s"], &[])
+        .err()
+        .expect("must not start");
+    assert_eq!(status.and_then(|s| s.code()), Some(1));
+    assert!(
+        logs.join("\n")
+            .contains("--reload-interval must be above zero"),
+        "{logs:?}"
+    );
+}
+
+/// A server on the shared Prometheus with the templates of `templates`, requiring `token` from
+/// a token file of its own (returned with its directory, which must outlive the server).
+fn server_with_token(
+    templates: &std::path::Path,
+    token: &str,
+    extra: &[&str],
+) -> (ServeProcess, tempfile::TempDir, std::path::PathBuf) {
+    let prom = support::prom::shared();
+    let tokens = tempfile::tempdir().unwrap();
+    let file = tokens.path().join("token");
+    std::fs::write(&file, token).unwrap();
+    let mut args = vec![
+        "--prometheus",
+        &prom.url,
+        "--templates",
+        path_str(templates),
+        "--auth-token-file",
+        path_str(&file),
+    ];
+    args.extend_from_slice(extra);
+    (ServeProcess::start(&args), tokens, file)
+}
+
+/// The status of a Flagger check naming `template` for the healthy service, sent with `token`.
+async fn check_status(url: &str, template: &str, token: &str) -> u16 {
+    let body = flagger_payload(
+        "Progressing",
+        &[("template", template), ("args.service", "healthy")],
+    );
+    client()
+        .post(url)
+        .header("Authorization", format!("Bearer {token}"))
+        .body(body)
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+/// Whether a log line says a template reload failed.
+fn is_reload_failure(line: &serde_json::Value) -> bool {
+    line["@message"]
+        .as_str()
+        .is_some_and(|m| m.starts_with("template reload failed"))
 }

@@ -25,7 +25,7 @@ pub struct ServeArgs {
     pub listen: SocketAddr,
 
     /// Directory of AnalysisTemplate / ClusterAnalysisTemplate YAML files that webhooks name
-    /// with `template`; validated at start-up, re-read on SIGHUP.
+    /// with `template`; validated at start-up, re-read on SIGHUP (and see --reload-interval).
     #[arg(long, value_name = "DIR")]
     pub templates: Option<PathBuf>,
 
@@ -57,6 +57,12 @@ pub struct ServeArgs {
     /// Largest request body accepted, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = 1024 * 1024)]
     pub max_body_bytes: usize,
+
+    /// Also reload when the templates, the token file or the TLS files change, checking this
+    /// often (e.g. 30s). Kubernetes updates mounted ConfigMaps and Secrets without a signal.
+    /// Without it, reload with SIGHUP.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub reload_interval: Option<Duration>,
 
     /// After SIGTERM, how long requests in flight may take to finish.
     #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = parse_duration)]
@@ -175,6 +181,7 @@ fn execute(args: ServeArgs) -> Result<(), String> {
         tls,
         auth_token_file: args.auth_token_file,
         shutdown_grace: args.shutdown_grace,
+        reload_interval: args.reload_interval,
         engine: Engine::new(backend, addresses),
         settings: Settings {
             deadline: args.deadline,

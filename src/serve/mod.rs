@@ -14,6 +14,7 @@ mod http;
 pub mod ops;
 pub mod templates;
 pub mod tls;
+pub mod watch;
 pub mod web_provider;
 
 use std::net::SocketAddr;
@@ -85,6 +86,9 @@ pub struct ServeConfig {
     pub auth_token_file: Option<PathBuf>,
     /// How long requests in flight may take to finish after SIGTERM.
     pub shutdown_grace: Duration,
+    /// Also reload when the templates, the token file or the TLS files change, checked this
+    /// often; `None`: on SIGHUP only.
+    pub reload_interval: Option<Duration>,
     /// The engine that judges every request.
     pub engine: Engine,
     /// Handler limits.
@@ -151,6 +155,8 @@ pub struct Server {
     router: Router,
     tls: Option<Arc<tls::Reloadable>>,
     shutdown_grace: Duration,
+    /// The reload interval, what it watches and how that looked when it was loaded.
+    watch: Option<(Duration, watch::Watched, watch::Fingerprint)>,
 }
 
 impl Server {
@@ -162,6 +168,26 @@ impl Server {
                 "--deadline and --request-timeout must be above zero".into(),
             ));
         }
+        if config.reload_interval.is_some_and(|d| d.is_zero()) {
+            return Err(ServeError::Settings(
+                "--reload-interval must be above zero (leave it out to reload on SIGHUP only)"
+                    .into(),
+            ));
+        }
+        // Taken before anything is read: a change made while loading is then seen as one.
+        let watch = config.reload_interval.map(|every| {
+            let watched = watch::Watched {
+                dir: config.templates_dir.clone(),
+                files: config
+                    .auth_token_file
+                    .iter()
+                    .chain(config.tls.iter().flat_map(|t| [&t.cert, &t.key]))
+                    .cloned()
+                    .collect(),
+            };
+            let seen = watched.fingerprint();
+            (every, watched, seen)
+        });
         let set = match &config.templates_dir {
             Some(dir) => templates::load_dir(dir)?,
             None => templates::TemplateSet::default(),
@@ -209,6 +235,7 @@ impl Server {
             router,
             tls,
             shutdown_grace: config.shutdown_grace,
+            watch,
         })
     }
 
@@ -232,6 +259,15 @@ impl Server {
             deadline_ms = self.state.settings.deadline.as_millis() as u64,
             "listening"
         );
+        if let Some((every, watched, seen)) = self.watch.clone() {
+            tokio::spawn(reload_on_change(
+                self.state.clone(),
+                self.tls.clone(),
+                every,
+                watched,
+                seen,
+            ));
+        }
         let graceful = GracefulShutdown::new();
         let header_timeout = self.state.settings.request_timeout;
         let signal_name = loop {
@@ -315,6 +351,30 @@ async fn reload(state: Arc<AppState>, tls: Option<Arc<tls::Reloadable>>) {
     });
     if let Err(e) = work.await {
         tracing::error!(error = %e, "reload task failed");
+    }
+}
+
+/// Reloads whenever the watched files change, until shutdown. A broken change is tried once:
+/// the next attempt waits for the next change.
+async fn reload_on_change(
+    state: Arc<AppState>,
+    tls: Option<Arc<tls::Reloadable>>,
+    every: Duration,
+    watched: watch::Watched,
+    mut seen: watch::Fingerprint,
+) {
+    let watched = Arc::new(watched);
+    while !state.is_shutting_down() {
+        tokio::time::sleep(every).await;
+        let reading = watched.clone();
+        let Ok(now) = tokio::task::spawn_blocking(move || reading.fingerprint()).await else {
+            continue;
+        };
+        if now != seen {
+            tracing::info!("watched files changed: reloading");
+            seen = now;
+            reload(state.clone(), tls.clone()).await;
+        }
     }
 }
 

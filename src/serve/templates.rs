@@ -193,7 +193,8 @@ pub fn load_dir(dir: &Path) -> Result<TemplateSet, LoadError> {
     }
 }
 
-fn is_template_file(path: &Path) -> bool {
+/// Whether a directory entry is a template file a load reads.
+pub(crate) fn is_template_file(path: &Path) -> bool {
     let hidden = path
         .file_name()
         .and_then(|n| n.to_str())
