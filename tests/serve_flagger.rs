@@ -538,3 +538,80 @@ fn bad_input_is_a_4xx_with_a_reason_and_never_hurts_the_server() {
         .iter()
         .any(|v| v["refusal"].as_str().unwrap().contains("unknown template")));
 }
+
+/// A compare template on the healthy canary/stable pair: `repeated` is measured every second in
+/// runs of 4 checks, `once` has no interval.
+fn compare_template() -> String {
+    use support::scenarios::{CMP_HEALTHY_CANARY as CANARY, CMP_HEALTHY_STABLE as STABLE};
+    let provider = serde_json::json!({"plugin": {"rollgate/analysis": {
+        "compare": {
+            "canary": {"bad": CANARY.bad_query("10m"), "total": CANARY.total_query("10m")},
+            "stable": {"bad": STABLE.bad_query("10m"), "total": STABLE.total_query("10m")},
+            "maxIncrease": 0.2, "margin": 0.001, "confidence": 0.95, "minRequests": 500
+        },
+        "noData": "inconclusive"
+    }}});
+    // JSON is YAML: the file is read as any template.
+    serde_json::json!({
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "AnalysisTemplate",
+        "metadata": {"name": "compare"},
+        "spec": {"metrics": [
+            {"name": "repeated", "interval": "1s", "count": 4, "provider": provider},
+            {"name": "once", "provider": provider}
+        ]}
+    })
+    .to_string()
+}
+
+#[test]
+fn repeated_calls_for_one_canary_revision_are_the_checks_of_one_run() {
+    let prom = support::prom::shared();
+    let dir = template_dir(&[("compare.yaml", compare_template())]);
+    let server = ServeProcess::start(&[
+        "--prometheus",
+        &prom.url,
+        "--templates",
+        path_str(dir.path()),
+    ]);
+    let url = format!("{}/flagger/v1/check", server.url);
+    let rt = runtime();
+    // The `check` metadata of each metric ("2 of 4"), for a call about revision `checksum`.
+    let checks = |checksum: &str| -> Vec<String> {
+        let body = flagger_payload("Progressing", &[("template", "compare")])
+            .replace("6d8f5cb8b7", checksum);
+        let answer: Value = rt.block_on(async {
+            let text = client()
+                .post(&url)
+                .header("Accept", "application/json")
+                .body(body)
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap();
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+        });
+        answer["measurements"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{answer}"))
+            .iter()
+            .map(|m| {
+                m["metadata"]["check"]
+                    .as_str()
+                    .unwrap_or("none")
+                    .to_string()
+            })
+            .collect()
+    };
+    let second = Duration::from_millis(1_000);
+    assert_eq!(checks("rev-a"), ["1 of 4", "1 of 1"]);
+    std::thread::sleep(second + Duration::from_millis(200));
+    assert_eq!(checks("rev-a"), ["2 of 4", "1 of 1"]);
+    // Another revision of the canary is another run.
+    assert_eq!(checks("rev-b"), ["1 of 4", "1 of 1"]);
+    // No call for more than 3 intervals: the run is over, the next call starts a new one.
+    std::thread::sleep(3 * second + Duration::from_millis(500));
+    assert_eq!(checks("rev-a"), ["1 of 4", "1 of 1"]);
+}

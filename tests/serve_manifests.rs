@@ -168,7 +168,15 @@ fn the_serve_deployment_service_and_configmap_fit_together() {
     // Every template in the ConfigMap loads.
     let (_dir, set) = configmap_templates(cm);
     let names: Vec<&str> = set.names().collect();
-    assert_eq!(names, vec!["error-rate", "fleet-complete", "latency-p99"]);
+    assert_eq!(
+        names,
+        vec![
+            "canary-vs-primary",
+            "error-rate",
+            "fleet-complete",
+            "latency-p99"
+        ]
+    );
 }
 
 #[test]
@@ -191,8 +199,16 @@ fn every_flagger_webhook_selects_a_template_that_resolves() {
     types.sort();
     assert_eq!(
         types,
-        vec!["confirm-promotion", "pre-rollout", "rollback", "rollout"]
+        vec![
+            "confirm-promotion",
+            "pre-rollout",
+            "rollback",
+            "rollout",
+            "rollout"
+        ]
     );
+    let every = canary["spec"]["analysis"]["interval"].as_str().unwrap();
+    let every = rollgate::spec::duration::parse_duration(every).unwrap();
     for hook in hooks {
         let name = hook["name"].as_str().unwrap();
         let url = hook["url"].as_str().unwrap();
@@ -223,5 +239,11 @@ fn every_flagger_webhook_selects_a_template_that_resolves() {
         let planned =
             plan(&set, &sel, &args, false).unwrap_or_else(|e| panic!("{name}: {}", e.message));
         assert!(!planned.metrics.is_empty(), "{name}");
+        // A metric that counts its checks must count at Flagger's pace (docs/serve.md).
+        for metric in &planned.metrics {
+            if let Some(interval) = metric.interval {
+                assert_eq!(interval, every, "{name}: {}", metric.name);
+            }
+        }
     }
 }

@@ -9,6 +9,7 @@ use chrono::Utc;
 use serde_json::{json, Map, Value};
 
 use super::http::Rejection;
+use super::runs::RunKey;
 use super::templates::TemplateSet;
 use super::AppState;
 use crate::engine::EvalOptions;
@@ -229,22 +230,41 @@ pub fn engine_budget(deadline: Duration) -> Duration {
     deadline.saturating_sub((deadline / 10).min(Duration::from_millis(500)))
 }
 
+/// The canary revision a webhook call judges: Flagger's `namespace/name` and checksum.
+#[derive(Debug, Clone)]
+pub struct Revision {
+    /// `namespace/name`.
+    pub canary: String,
+    /// Flagger's checksum of the canary's configuration.
+    pub checksum: String,
+}
+
 /// Measures every metric of the plan concurrently, each bounded by the server's deadline: a
-/// metric that has no verdict by then is an Error that says so.
-pub async fn measure(state: &AppState, plan: &Plan) -> Outcome {
+/// metric that has no verdict by then is an Error that says so. With the canary `revision`,
+/// a metric with an `interval` is placed in its run of repeated calls (see [`super::runs`]).
+pub async fn measure(state: &AppState, plan: &Plan, revision: Option<&Revision>) -> Outcome {
     let deadline = state.settings.deadline;
     let budget = engine_budget(deadline);
     let work = plan.metrics.iter().map(|metric| async move {
         let started = Instant::now();
         let started_at = Utc::now();
         let kind = kind_of(metric);
-        let measured = tokio::time::timeout(
-            deadline,
-            state
-                .engine
-                .measure(metric, &EvalOptions::with_budget(budget)),
-        )
-        .await;
+        let mut opts = EvalOptions::with_budget(budget);
+        if let (Some(revision), Some(interval)) =
+            (revision, metric.interval.filter(|i| !i.is_zero()))
+        {
+            let key = RunKey {
+                canary: revision.canary.clone(),
+                checksum: revision.checksum.clone(),
+                metric: format!(
+                    "{}/{}",
+                    plan.template.as_deref().unwrap_or(INLINE_METRIC_NAME),
+                    metric.name
+                ),
+            };
+            opts.run_started_at = Some(state.runs.started(key, interval, started_at));
+        }
+        let measured = tokio::time::timeout(deadline, state.engine.measure(metric, &opts)).await;
         let measurement = measured.unwrap_or_else(|_| {
             Measurement::error(
                 format!(

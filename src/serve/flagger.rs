@@ -295,7 +295,11 @@ async fn hook(state: &AppState, request: Request, hook: Hook) -> Response {
         }
     };
 
-    let outcome = analysis::measure(state, &plan).await;
+    let revision = analysis::Revision {
+        canary: canary.clone(),
+        checksum: payload.checksum.clone(),
+    };
+    let outcome = analysis::measure(state, &plan, Some(&revision)).await;
     state.metrics.observe_verdict(hook.surface(), outcome.phase);
     let status = match hook {
         Hook::Check => check_status(outcome.phase),

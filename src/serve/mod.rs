@@ -12,6 +12,7 @@ pub mod auth;
 pub mod flagger;
 mod http;
 pub mod ops;
+pub mod runs;
 pub mod templates;
 pub mod tls;
 pub mod watch;
@@ -133,6 +134,8 @@ pub struct AppState {
     pub metrics: Arc<ops::Metrics>,
     /// Handler limits.
     pub settings: Settings,
+    /// When each webhook run started (for the compare kind's repeated checks).
+    pub runs: runs::RunClock,
     shutting_down: AtomicBool,
     reloading: Mutex<()>,
 }
@@ -224,6 +227,7 @@ impl Server {
             auth,
             metrics,
             settings: config.settings,
+            runs: runs::RunClock::default(),
             shutting_down: AtomicBool::new(false),
             reloading: Mutex::new(()),
         });

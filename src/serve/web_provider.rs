@@ -186,7 +186,7 @@ pub async fn measure(
         Ok(p) => p,
         Err(r) => return http::refuse_with(json, r),
     };
-    let outcome = analysis::measure(&state, &plan).await;
+    let outcome = analysis::measure(&state, &plan, None).await;
     state.metrics.observe_verdict("argo_web", outcome.phase);
     let status = status_for(outcome.phase);
     let mut response = if json {

@@ -1,0 +1,132 @@
+//! Where a webhook call stands in its canary's analysis. Flagger calls the same hook at every
+//! interval of its analysis and does not say which call this is, but the compare kind spends its
+//! error budget over a run's repeated checks and needs the run's start (the Argo surfaces read it
+//! from the AnalysisRun). So the server remembers when it first saw each (canary revision,
+//! metric); calls further apart than `STALE_INTERVALS` intervals start a new run.
+//!
+//! Memory is per process. That is safe with the spending of `crate::stats::sequential`: its
+//! per-check levels grow with the check's index, so a replica or a restart that counts from 1
+//! again spends `alpha * (j^2 + m^2) / N^2 <= alpha * ((j + m) / N)^2` over `j + m` checks.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+/// A run is over when its metric was not called for this many intervals.
+pub const STALE_INTERVALS: u32 = 3;
+
+/// Most runs remembered; beyond it the stale ones are forgotten, and if none is, all are.
+const MAX_RUNS: usize = 10_000;
+
+/// One metric of one canary revision.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct RunKey {
+    /// `namespace/name` of the canary.
+    pub canary: String,
+    /// Flagger's checksum of the canary's revision.
+    pub checksum: String,
+    /// The template (or `inline`) and metric name.
+    pub metric: String,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Seen {
+    first: DateTime<Utc>,
+    last: DateTime<Utc>,
+    stale_after: chrono::Duration,
+}
+
+/// First and last calls of each run.
+#[derive(Debug, Default)]
+pub struct RunClock {
+    runs: Mutex<HashMap<RunKey, Seen>>,
+}
+
+impl RunClock {
+    /// When the run that this call (at `now`, of a metric measured every `interval`) belongs to
+    /// started.
+    pub fn started(&self, key: RunKey, interval: Duration, now: DateTime<Utc>) -> DateTime<Utc> {
+        let stale_after =
+            chrono::Duration::from_std(interval * STALE_INTERVALS).unwrap_or(chrono::Duration::MAX);
+        let mut runs = match self.runs.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let is_stale = |seen: &Seen| now - seen.last > seen.stale_after;
+        if !runs.contains_key(&key) && runs.len() >= MAX_RUNS {
+            runs.retain(|_, seen| !is_stale(seen));
+            if runs.len() >= MAX_RUNS {
+                runs.clear();
+            }
+        }
+        let seen = runs.entry(key).or_insert(Seen {
+            first: now,
+            last: now,
+            stale_after,
+        });
+        if is_stale(seen) {
+            seen.first = now;
+        }
+        seen.last = now;
+        seen.stale_after = stale_after;
+        seen.first
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(canary: &str, checksum: &str) -> RunKey {
+        RunKey {
+            canary: canary.into(),
+            checksum: checksum.into(),
+            metric: "t/m".into(),
+        }
+    }
+
+    #[test]
+    fn a_run_lasts_while_calls_keep_coming() {
+        let clock = RunClock::default();
+        let minute = Duration::from_secs(60);
+        let t0 = Utc::now();
+        let at = |m: i64| t0 + chrono::Duration::minutes(m);
+        assert_eq!(clock.started(key("a/b", "1"), minute, at(0)), t0);
+        assert_eq!(clock.started(key("a/b", "1"), minute, at(1)), t0);
+        assert_eq!(
+            clock.started(key("a/b", "1"), minute, at(4)),
+            t0,
+            "3 intervals apart"
+        );
+        // Another revision or canary is another run.
+        assert_eq!(clock.started(key("a/b", "2"), minute, at(5)), at(5));
+        assert_eq!(clock.started(key("a/c", "1"), minute, at(5)), at(5));
+        // Silent for more than 3 intervals: the next call starts a new run.
+        assert_eq!(clock.started(key("a/b", "1"), minute, at(8)), at(8));
+        assert_eq!(clock.started(key("a/b", "1"), minute, at(9)), at(8));
+    }
+
+    #[test]
+    fn memory_is_bounded() {
+        let clock = RunClock::default();
+        let second = Duration::from_secs(1);
+        let len = || clock.runs.lock().unwrap().len();
+        let t0 = Utc::now();
+        for i in 0..MAX_RUNS {
+            clock.started(key("a/b", &format!("old-{i}")), second, t0);
+        }
+        assert_eq!(len(), MAX_RUNS);
+        // Stale runs make room for a new one.
+        let later = t0 + chrono::Duration::seconds(10);
+        clock.started(key("a/b", "new"), second, later);
+        assert_eq!(len(), 1);
+        // With none stale, all are forgotten rather than memory growing.
+        for i in 1..=MAX_RUNS {
+            clock.started(key("a/b", &format!("busy-{i}")), second, later);
+            assert!(len() <= MAX_RUNS);
+        }
+        assert_eq!(len(), 1);
+    }
+}
