@@ -3,11 +3,10 @@ package main
 import (
 	"bytes"
 	"encoding/gob"
-	"fmt"
-	"os"
 	"time"
 
 	a "rollgate.test/gohost/argotypes/v1alpha1"
+	"rollgate.test/gohost/hostkit"
 	"rollgate.test/gohost/pluginrpc"
 )
 
@@ -21,19 +20,19 @@ func gobSize(run *a.AnalysisRun) int {
 }
 
 func cmdBigrun(args []string) int {
-	fs, c := newFlagSet("bigrun")
+	fs, c := hostkit.NewCommand(program, "bigrun")
 	mb := fs.Float64("mb", 5, "size of the AnalysisRun on the wire, in MiB")
 	spec := fs.String("spec", defaultSpec, "plugin config JSON; {{address}} -> -address")
 	address := fs.String("address", "", "Prometheus URL for {{address}} (default: a closed port)")
 	key := fs.String("key", "rollgate/analysis", "key of the plugin config under provider.plugin")
-	if !c.parse(fs, args) {
-		return exitSetup
+	if !c.Parse(args) {
+		return hostkit.ExitSetup
 	}
 	addr := *address
 	if addr == "" {
 		var err error
 		if addr, err = closedPortURL(); err != nil {
-			return setupErr("bigrun", err)
+			return c.SetupErr(err)
 		}
 	}
 	metric := pluginMetric("big-run", *key, specFor(*spec, addr))
@@ -42,7 +41,7 @@ func cmdBigrun(args []string) int {
 
 	s, err := launch(c)
 	if err != nil {
-		return setupErr("bigrun", err)
+		return c.SetupErr(err)
 	}
 	defer s.close()
 	type reply struct {
@@ -54,7 +53,7 @@ func cmdBigrun(args []string) int {
 		t := time.Now()
 		meas, err := s.rpc.Run(r, m)
 		jm := toJSONMeasurement(meas)
-		return reply{ms(time.Since(t)), errPtr(err), &jm}
+		return reply{hostkit.Ms(time.Since(t)), errPtr(err), &jm}
 	}
 	big := call(run, metric)
 	small := pluginMetric("after-big-run", *key, specFor(*spec, addr))
@@ -68,11 +67,10 @@ func cmdBigrun(args []string) int {
 		OK           bool  `json:"ok"`
 	}{size, len(run.Status.MetricResults[0].Measurements), len(run.Annotations), big, after,
 		big.RPCError == nil && after.RPCError == nil && big.Measurement.Phase != "" && after.Measurement.Phase != ""}
-	emit(out)
+	c.Emit(out)
 	if !out.OK {
-		fmt.Fprintf(os.Stderr, "gohost bigrun: big: rpc error %q phase %q; after: rpc error %q phase %q\n",
+		return c.Failf("big: rpc error %q phase %q; after: rpc error %q phase %q",
 			strOr(big.RPCError), big.Measurement.Phase, strOr(after.RPCError), after.Measurement.Phase)
-		return exitFail
 	}
 	return 0
 }

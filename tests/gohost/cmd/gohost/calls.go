@@ -8,6 +8,7 @@ import (
 	"time"
 
 	a "rollgate.test/gohost/argotypes/v1alpha1"
+	"rollgate.test/gohost/hostkit"
 	"rollgate.test/gohost/pluginrpc"
 )
 
@@ -52,19 +53,19 @@ func readCallsFile(path string) (callsFile, error) {
 }
 
 func cmdCalls(args []string) int {
-	fs, c := newFlagSet("calls")
+	fs, c := hostkit.NewCommand(program, "calls")
 	file := fs.String("calls", "", "JSON file: {\"run\":{name,namespace,uid}?, \"calls\":[...]} or a bare list of calls")
 	timeout := fs.Duration("call-timeout", time.Minute, "give up on a call after this long (rpcError says so)")
-	if !c.parse(fs, args) {
-		return exitSetup
+	if !c.Parse(args) {
+		return hostkit.ExitSetup
 	}
 	f, err := readCallsFile(*file)
 	if err != nil {
-		return setupErr("calls", fmt.Errorf("reading %s: %w", *file, err))
+		return c.SetupErr(fmt.Errorf("reading %s: %w", *file, err))
 	}
 	s, err := launch(c)
 	if err != nil {
-		return setupErr("calls", err)
+		return c.SetupErr(err)
 	}
 	defer s.close()
 	for i, call := range f.Calls {
@@ -90,13 +91,13 @@ func cmdCalls(args []string) int {
 			res, err = o.res, o.err
 		case <-time.After(*timeout):
 			msg := fmt.Sprintf("no reply within %s", *timeout)
-			res = callResult{Method: call.Method, ElapsedMs: ms(*timeout), RPCError: &msg}
+			res = callResult{Method: call.Method, ElapsedMs: hostkit.Ms(*timeout), RPCError: &msg}
 		}
 		if err != nil {
-			return setupErr("calls", fmt.Errorf("call %d: %w", i, err))
+			return c.SetupErr(fmt.Errorf("call %d: %w", i, err))
 		}
 		res.Index = i
-		emit(res)
+		c.Emit(res)
 	}
 	return 0
 }
@@ -167,7 +168,7 @@ func doCall(s *session, call callSpec, id runIdentity) (callResult, error) {
 	default:
 		return res, fmt.Errorf("unknown method %q (Ping|InitPlugin|Type|GetMetadata|GarbageCollect|Run|Resume|Terminate)", call.Method)
 	}
-	res.ElapsedMs = ms(time.Since(start))
+	res.ElapsedMs = hostkit.Ms(time.Since(start))
 	res.RPCError = errPtr(err)
 	return res, nil
 }

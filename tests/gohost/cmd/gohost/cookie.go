@@ -3,17 +3,18 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"os/exec"
 	"strings"
 	"time"
+
+	"rollgate.test/gohost/hostkit"
 )
 
 func cmdCookie(args []string) int {
-	fs, c := newFlagSet("cookie")
+	fs, c := hostkit.NewCommand(program, "cookie")
 	limit := fs.Duration("limit", 5*time.Second, "the plugin must exit within this long")
-	if !c.parse(fs, args) {
-		return exitSetup
+	if !c.Parse(args) {
+		return hostkit.ExitSetup
 	}
 	wrong := "wrong-value"
 	type caseOut struct {
@@ -29,14 +30,14 @@ func cmdCookie(args []string) int {
 		name   string
 		cookie *string
 	}{{"wrong cookie", &wrong}, {"no cookie", nil}} {
-		cmd := exec.Command(c.plugin, c.pluginArgs...)
+		cmd := exec.Command(c.Plugin, c.PluginArgs...)
 		cmd.Env = pluginEnv(tc.cookie)
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		t := time.Now()
 		co := caseOut{Name: tc.name, ExitCode: -1}
 		if err := cmd.Start(); err != nil {
-			return setupErr("cookie", err)
+			return c.SetupErr(err)
 		}
 		done := make(chan struct{})
 		go func() { cmd.Wait(); close(done) }()
@@ -47,7 +48,7 @@ func cmdCookie(args []string) int {
 			cmd.Process.Kill()
 			<-done
 		}
-		co.ElapsedMs = ms(time.Since(t))
+		co.ElapsedMs = hostkit.Ms(time.Since(t))
 		co.Stdout = stdout.String()
 		co.Stderr = stderr.String()
 		if len(co.Stderr) > 2000 {
@@ -65,13 +66,12 @@ func cmdCookie(args []string) int {
 				co.Name, co.ExitCode, co.ElapsedMs, len(co.Stdout), len(co.Stderr)))
 		}
 	}
-	emit(struct {
+	c.Emit(struct {
 		OK    bool      `json:"ok"`
 		Cases []caseOut `json:"cases"`
 	}{ok, cases})
 	if !ok {
-		fmt.Fprintf(os.Stderr, "gohost cookie: %s\n", strings.Join(bad, "; "))
-		return exitFail
+		return c.Failf("%s", strings.Join(bad, "; "))
 	}
 	return 0
 }

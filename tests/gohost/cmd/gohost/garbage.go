@@ -6,11 +6,11 @@ import (
 	"io"
 	"math/rand"
 	"net/rpc"
-	"os"
 	"strings"
 	"time"
 
 	a "rollgate.test/gohost/argotypes/v1alpha1"
+	"rollgate.test/gohost/hostkit"
 	"rollgate.test/gohost/pluginrpc"
 )
 
@@ -27,19 +27,19 @@ func gobUint(n uint64) []byte {
 }
 
 func cmdGarbage(args []string) int {
-	fs, c := newFlagSet("garbage")
+	fs, c := hostkit.NewCommand(program, "garbage")
 	spec := fs.String("spec", defaultSpec, "plugin config JSON; {{address}} -> a closed-port URL")
 	key := fs.String("key", "rollgate/analysis", "key of the plugin config under provider.plugin")
-	if !c.parse(fs, args) {
-		return exitSetup
+	if !c.Parse(args) {
+		return hostkit.ExitSetup
 	}
 	addr, err := closedPortURL()
 	if err != nil {
-		return setupErr("garbage", err)
+		return c.SetupErr(err)
 	}
 	r, err := rawLaunch(c)
 	if err != nil {
-		return setupErr("garbage", err)
+		return c.SetupErr(err)
 	}
 	defer r.kill()
 	rng := rand.New(rand.NewSource(1))
@@ -76,11 +76,11 @@ func cmdGarbage(args []string) int {
 
 	main, _, err := r.dispense()
 	if !cl.add("dispense", err == nil, "%v", err) {
-		return garbageDone(r, &cl)
+		return garbageDone(c, r, &cl)
 	}
 	err = runOn(main)
 	if !cl.add("normal Run", err == nil, "%v", err) {
-		return garbageDone(r, &cl)
+		return garbageDone(c, r, &cl)
 	}
 	// others verifies that the control stream and the first plugin stream still answer.
 	others := func() string {
@@ -202,10 +202,10 @@ func cmdGarbage(args []string) int {
 	}
 	p := others()
 	cl.add("control and first stream at the end", p == "", "%s", p)
-	return garbageDone(r, &cl)
+	return garbageDone(c, r, &cl)
 }
 
-func garbageDone(r *rawPlugin, cl *checklist) int {
+func garbageDone(c *hostkit.Command, r *rawPlugin, cl *checklist) int {
 	extra := r.extraStdout()
 	cl.add("nothing on stdout after the handshake", extra == 0, "%d bytes", extra)
 	failed := cl.failed()
@@ -214,10 +214,9 @@ func garbageDone(r *rawPlugin, cl *checklist) int {
 		Handshake string  `json:"handshake"`
 		Checks    []check `json:"checks"`
 	}{len(failed) == 0, r.handshake, cl.Checks}
-	emit(out)
+	c.Emit(out)
 	if !out.OK {
-		fmt.Fprintf(os.Stderr, "gohost garbage: %d check(s) failed:\n  %s\n", len(failed), strings.Join(failed, "\n  "))
-		return exitFail
+		return c.Failf("%d check(s) failed:\n  %s", len(failed), strings.Join(failed, "\n  "))
 	}
 	return 0
 }

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"fmt"
-	"os/exec"
 	"sync"
 
-	hclog "github.com/hashicorp/go-hclog"
 	plugin "github.com/hashicorp/go-plugin"
 
+	"rollgate.test/gohost/hostkit"
 	"rollgate.test/gohost/pluginrpc"
 )
 
@@ -24,39 +22,17 @@ type session struct {
 	pingMu sync.Mutex
 }
 
-func launch(c *common) (*session, error) {
-	level := hclog.LevelFromString(c.logLevel)
-	if level == hclog.NoLevel {
-		level = hclog.Warn
-	}
-	client := plugin.NewClient(&plugin.ClientConfig{
-		HandshakeConfig: pluginrpc.Handshake,
-		Plugins:         pluginrpc.PluginMap(nil),
-		Cmd:             exec.Command(c.plugin, c.pluginArgs...),
-		Managed:         true,
-		Stderr:          c.stderrSink,
-		Logger:          hclog.New(&hclog.LoggerOptions{Name: "gohost", Level: level, Output: c.stderrSink}),
-	})
-	proto, err := client.Client()
+// launch starts the plugin as the controller does (net/rpc only) and dispenses its client.
+func launch(c *hostkit.Command) (*session, error) {
+	l, err := c.Launch(pluginrpc.PluginMap(nil), nil, false)
 	if err != nil {
-		client.Kill()
-		return nil, fmt.Errorf("unable to get plugin client: %w", err)
+		return nil, err
 	}
-	raw, err := proto.Dispense(pluginrpc.DispenseName)
-	if err != nil {
-		client.Kill()
-		return nil, fmt.Errorf("unable to dispense plugin: %w", err)
-	}
-	rc, ok := raw.(*pluginrpc.Client)
+	rc, ok := l.Dispensed.(*pluginrpc.Client)
 	if !ok {
-		client.Kill()
-		return nil, fmt.Errorf("unexpected type %T from plugin", raw)
+		return nil, l.Unexpected()
 	}
-	s := &session{client: client, proto: proto, rpc: rc}
-	if rcfg := client.ReattachConfig(); rcfg != nil {
-		s.pid = rcfg.Pid
-	}
-	return s, nil
+	return &session{client: l.Client, proto: l.Proto, rpc: rc, pid: l.PID}, nil
 }
 
 // ping is the controller's per-measurement health check.

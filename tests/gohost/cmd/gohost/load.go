@@ -2,15 +2,12 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"sort"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	a "rollgate.test/gohost/argotypes/v1alpha1"
+	"rollgate.test/gohost/hostkit"
 )
 
 // loadConfig drives `load` and `rss`.
@@ -27,19 +24,9 @@ type loadConfig struct {
 	progress func(done int)
 }
 
-type latencies struct {
-	P50 float64 `json:"p50"`
-	P90 float64 `json:"p90"`
-	P99 float64 `json:"p99"`
-	Max float64 `json:"max"`
-}
-
 type loadResult struct {
-	Callers      int            `json:"callers"`
-	Calls        int            `json:"calls"`
-	Seconds      float64        `json:"seconds"`
-	CallsPerSec  float64        `json:"callsPerSec"`
-	LatencyMs    latencies      `json:"latencyMs"`
+	Callers int `json:"callers"`
+	hostkit.Figures
 	Phases       map[string]int `json:"phases"`
 	RPCErrors    int            `json:"rpcErrors"`
 	PingErrors   int            `json:"pingErrors"`
@@ -68,89 +55,63 @@ func valueHas(v string, n int) bool {
 func runLoad(s *session, cfg loadConfig) loadResult {
 	res := loadResult{Callers: cfg.callers, Phases: map[string]int{}}
 	useN := strings.Contains(cfg.specTmpl, "{{n}}")
-	var next int64 = -1
-	var mu sync.Mutex
-	var all []time.Duration
-	var done int
-	var wg sync.WaitGroup
-	start := time.Now()
-	for w := 0; w < cfg.callers; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			var lat []time.Duration
-			phases := map[string]int{}
-			var rpcErr, pingErr, errPhase, mismatch, byMD, byVal int
-			var problem string
-			note := func(p string) {
-				if problem == "" {
-					problem = p
+	load := hostkit.Load{Callers: cfg.callers, Calls: cfg.total, Deadline: cfg.deadline,
+		Every: cfg.every, Progress: cfg.progress}
+	out := load.Run(func(w int) hostkit.Worker {
+		phases := map[string]int{}
+		var rpcErr, pingErr, errPhase, mismatch, byMD, byVal int
+		var problem string
+		note := func(p string) {
+			if problem == "" {
+				problem = p
+			}
+		}
+		call := func(i int) time.Duration {
+			name := fmt.Sprintf("load-%d-%d", w, i)
+			spec := strings.ReplaceAll(cfg.specTmpl, "{{n}}", strconv.Itoa(i))
+			metric := pluginMetric(name, cfg.key, specFor(spec, cfg.address))
+			run := buildRun(defaultIdentity, metric, time.Now())
+			t := time.Now()
+			if cfg.ping {
+				if err := s.ping(); err != nil {
+					pingErr++
+					note("ping: " + err.Error())
 				}
 			}
-			timedOut := false
-			for {
-				i := int(atomic.AddInt64(&next, 1))
-				if i >= cfg.total {
-					break
-				}
-				if time.Now().After(cfg.deadline) {
-					timedOut = true
-					break
-				}
-				name := fmt.Sprintf("load-%d-%d", w, i)
-				spec := strings.ReplaceAll(cfg.specTmpl, "{{n}}", strconv.Itoa(i))
-				metric := pluginMetric(name, cfg.key, specFor(spec, cfg.address))
-				run := buildRun(defaultIdentity, metric, time.Now())
-				t := time.Now()
-				if cfg.ping {
-					if err := s.ping(); err != nil {
-						pingErr++
-						note("ping: " + err.Error())
-					}
-				}
-				m, err := s.rpc.Run(run, metric)
-				lat = append(lat, time.Since(t))
-				if err != nil {
-					rpcErr++
-					note("run: " + err.Error())
+			m, err := s.rpc.Run(run, metric)
+			lat := time.Since(t)
+			if err != nil {
+				rpcErr++
+				note("run: " + err.Error())
+				return lat
+			}
+			phases[string(m.Phase)]++
+			if m.Phase == a.AnalysisPhaseError {
+				errPhase++
+			}
+			ok := true
+			if v, has := m.Metadata["metric"]; has {
+				if v != name {
+					ok = false
+					note(fmt.Sprintf("call %s got the reply of %s", name, v))
 				} else {
-					phases[string(m.Phase)]++
-					if m.Phase == a.AnalysisPhaseError {
-						errPhase++
-					}
-					ok := true
-					if v, has := m.Metadata["metric"]; has {
-						if v != name {
-							ok = false
-							note(fmt.Sprintf("call %s got the reply of %s", name, v))
-						} else {
-							byMD++
-						}
-					}
-					if useN && m.Value != "" {
-						if !valueHas(m.Value, i) {
-							ok = false
-							note(fmt.Sprintf("call %d got value %q", i, m.Value))
-						} else {
-							byVal++
-						}
-					}
-					if !ok {
-						mismatch++
-					}
-				}
-				if cfg.progress != nil && cfg.every > 0 {
-					mu.Lock()
-					done++
-					if done%cfg.every == 0 {
-						cfg.progress(done)
-					}
-					mu.Unlock()
+					byMD++
 				}
 			}
-			mu.Lock()
-			defer mu.Unlock()
-			all = append(all, lat...)
+			if useN && m.Value != "" {
+				if !valueHas(m.Value, i) {
+					ok = false
+					note(fmt.Sprintf("call %d got value %q", i, m.Value))
+				} else {
+					byVal++
+				}
+			}
+			if !ok {
+				mismatch++
+			}
+			return lat
+		}
+		merge := func() {
 			for k, v := range phases {
 				res.Phases[k] += v
 			}
@@ -160,39 +121,19 @@ func runLoad(s *session, cfg loadConfig) loadResult {
 			res.Mismatches += mismatch
 			res.ByMetadata += byMD
 			res.ByValue += byVal
-			res.TimedOut = res.TimedOut || timedOut
 			if res.FirstProblem == "" {
 				res.FirstProblem = problem
 			}
-		}(w)
-	}
-	wg.Wait()
-	el := time.Since(start)
-	res.Calls = len(all)
-	res.Seconds = el.Seconds()
-	if el > 0 {
-		res.CallsPerSec = float64(len(all)) / el.Seconds()
-	}
-	sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
-	pct := func(p float64) float64 {
-		if len(all) == 0 {
-			return 0
 		}
-		idx := int(p*float64(len(all))+0.5) - 1
-		if idx < 0 {
-			idx = 0
-		}
-		if idx >= len(all) {
-			idx = len(all) - 1
-		}
-		return ms(all[idx])
-	}
-	res.LatencyMs = latencies{P50: pct(0.50), P90: pct(0.90), P99: pct(0.99), Max: pct(1)}
+		return hostkit.Worker{Call: call, Merge: merge}
+	})
+	res.TimedOut = out.TimedOut
+	res.Figures = out.Figures()
 	return res
 }
 
 func cmdLoad(args []string) int {
-	fs, c := newFlagSet("load")
+	fs, c := hostkit.NewCommand(program, "load")
 	callers := fs.Int("callers", 30, "concurrent callers (the controller runs 30 analysis workers)")
 	runs := fs.Int("runs", 1000, "Runs per caller")
 	spec := fs.String("spec", defaultSpec, "plugin config JSON; {{address}} -> -address, {{n}} -> a number unique to the call")
@@ -200,34 +141,33 @@ func cmdLoad(args []string) int {
 	key := fs.String("key", "rollgate/analysis", "key of the plugin config under provider.plugin")
 	ping := fs.Bool("ping", true, "Control.Ping before every Run, under one mutex, as the controller does")
 	timeout := fs.Duration("timeout", 5*time.Minute, "stop starting calls after this long")
-	if !c.parse(fs, args) {
-		return exitSetup
+	if !c.Parse(args) {
+		return hostkit.ExitSetup
 	}
 	if *callers < 1 || *runs < 1 {
-		return setupErr("load", fmt.Errorf("-callers and -runs must be positive"))
+		return c.SetupErr(fmt.Errorf("-callers and -runs must be positive"))
 	}
 	addr := *address
 	if addr == "" {
 		var err error
 		if addr, err = closedPortURL(); err != nil {
-			return setupErr("load", err)
+			return c.SetupErr(err)
 		}
 	}
 	s, err := launch(c)
 	if err != nil {
-		return setupErr("load", err)
+		return c.SetupErr(err)
 	}
 	defer s.close()
 	if r, err := s.rpc.InitPlugin(); err != nil || r.ErrorString != "" {
-		return setupErr("load", fmt.Errorf("InitPlugin: %v %q", err, r.ErrorString))
+		return c.SetupErr(fmt.Errorf("InitPlugin: %v %q", err, r.ErrorString))
 	}
 	res := runLoad(s, loadConfig{callers: *callers, total: *callers * *runs, specTmpl: *spec, key: *key,
 		address: addr, ping: *ping, deadline: time.Now().Add(*timeout)})
-	emit(res)
+	c.Emit(res)
 	if res.RPCErrors > 0 || res.PingErrors > 0 || res.Mismatches > 0 || res.TimedOut {
-		fmt.Fprintf(os.Stderr, "gohost load: rpcErrors=%d pingErrors=%d mismatches=%d timedOut=%v; first: %s\n",
+		return c.Failf("rpcErrors=%d pingErrors=%d mismatches=%d timedOut=%v; first: %s",
 			res.RPCErrors, res.PingErrors, res.Mismatches, res.TimedOut, res.FirstProblem)
-		return exitFail
 	}
 	return 0
 }

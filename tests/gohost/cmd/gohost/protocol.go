@@ -3,13 +3,13 @@ package main
 import (
 	"fmt"
 	"net"
-	"os"
 	"strings"
 	"sync"
 	"time"
 
 	k "rollgate.test/gohost/argotypes/v1"
 	a "rollgate.test/gohost/argotypes/v1alpha1"
+	"rollgate.test/gohost/hostkit"
 )
 
 type check struct {
@@ -77,15 +77,15 @@ func saneTimes(m a.Measurement, before, after time.Time) string {
 }
 
 func cmdProtocol(args []string) int {
-	fs, c := newFlagSet("protocol")
+	fs, c := hostkit.NewCommand(program, "protocol")
 	specTmpl := fs.String("spec", defaultSpec, "plugin config JSON; {{address}} is replaced by a closed-port URL")
 	key := fs.String("key", "rollgate/analysis", "key of the plugin config under provider.plugin")
-	if !c.parse(fs, args) {
-		return exitSetup
+	if !c.Parse(args) {
+		return hostkit.ExitSetup
 	}
 	addr, err := closedPortURL()
 	if err != nil {
-		return setupErr("protocol", err)
+		return c.SetupErr(err)
 	}
 	var cl checklist
 	out := struct {
@@ -93,15 +93,14 @@ func cmdProtocol(args []string) int {
 		Plugin string  `json:"plugin"`
 		Type   string  `json:"type"`
 		Checks []check `json:"checks"`
-	}{Plugin: c.plugin}
+	}{Plugin: c.Plugin}
 	finish := func() int {
 		out.Checks = cl.Checks
 		failed := cl.failed()
 		out.OK = len(failed) == 0
-		emit(out)
+		c.Emit(out)
 		if !out.OK {
-			fmt.Fprintf(os.Stderr, "gohost protocol: %d check(s) failed:\n  %s\n", len(failed), strings.Join(failed, "\n  "))
-			return exitFail
+			return c.Failf("%d check(s) failed:\n  %s", len(failed), strings.Join(failed, "\n  "))
 		}
 		return 0
 	}

@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"rollgate.test/gohost/hostkit"
 )
 
 func procAlive(pid int) bool {
@@ -13,10 +15,10 @@ func procAlive(pid int) bool {
 }
 
 func cmdQuit(args []string) int {
-	fs, c := newFlagSet("quit")
+	fs, c := hostkit.NewCommand(program, "quit")
 	limit := fs.Duration("limit", time.Second, "the plugin must exit within this long")
-	if !c.parse(fs, args) {
-		return exitSetup
+	if !c.Parse(args) {
+		return hostkit.ExitSetup
 	}
 	var cl checklist
 	type caseOut struct {
@@ -36,7 +38,7 @@ func cmdQuit(args []string) int {
 		s.client.Kill()
 		el := time.Since(t)
 		exited := s.pid != 0 && !procAlive(s.pid)
-		cases = append(cases, caseOut{Name: "go-plugin Kill", ElapsedMs: ms(el), Exited: exited})
+		cases = append(cases, caseOut{Name: "go-plugin Kill", ElapsedMs: hostkit.Ms(el), Exited: exited})
 		cl.add("go-plugin Kill", terr == nil && exited && el <= *limit,
 			"Type error %v; Kill took %s (go-plugin force-kills after 2s), exited %v", terr, el.Round(time.Millisecond), exited)
 	}
@@ -59,7 +61,7 @@ func cmdQuit(args []string) int {
 		qerr := call(r.control, "Control.Quit", true, &empty, *limit)
 		exited := r.waitExit(*limit - time.Since(t))
 		el := time.Since(t)
-		co := caseOut{Name: "Control.Quit", ElapsedMs: ms(el), Exited: exited}
+		co := caseOut{Name: "Control.Quit", ElapsedMs: hostkit.Ms(el), Exited: exited}
 		if exited {
 			code := r.exitCode()
 			co.ExitCode = &code
@@ -78,7 +80,7 @@ func cmdQuit(args []string) int {
 		r.sess.Close()
 		r.conn.Close()
 		exited := r.waitExit(*limit)
-		cases = append(cases, caseOut{Name: "session closed (info)", ElapsedMs: ms(time.Since(t)), Exited: exited})
+		cases = append(cases, caseOut{Name: "session closed (info)", ElapsedMs: hostkit.Ms(time.Since(t)), Exited: exited})
 		r.kill()
 	}
 
@@ -88,10 +90,9 @@ func cmdQuit(args []string) int {
 		Cases  []caseOut `json:"cases"`
 		Checks []check   `json:"checks"`
 	}{len(failed) == 0, cases, cl.Checks}
-	emit(out)
+	c.Emit(out)
 	if !out.OK {
-		fmt.Fprintf(os.Stderr, "gohost quit: %s\n", strings.Join(failed, "; "))
-		return exitFail
+		return c.Failf("%s", strings.Join(failed, "; "))
 	}
 	return 0
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/hashicorp/yamux"
 
+	"rollgate.test/gohost/hostkit"
 	"rollgate.test/gohost/pluginrpc"
 )
 
@@ -50,11 +51,11 @@ func pluginEnv(cookie *string) []string {
 	return append(env, "PLUGIN_MIN_PORT=0", "PLUGIN_MAX_PORT=0", "PLUGIN_PROTOCOL_VERSIONS=1")
 }
 
-func rawLaunch(c *common) (*rawPlugin, error) {
+func rawLaunch(c *hostkit.Command) (*rawPlugin, error) {
 	cookie := pluginrpc.Handshake.MagicCookieValue
-	cmd := exec.Command(c.plugin, c.pluginArgs...)
+	cmd := exec.Command(c.Plugin, c.PluginArgs...)
 	cmd.Env = pluginEnv(&cookie)
-	cmd.Stderr = c.stderrSink
+	cmd.Stderr = c.StderrSink
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"rollgate.test/gohost/hostkit"
 )
 
 // procStatus reads VmRSS and VmHWM (kB) of a process.
@@ -45,7 +47,7 @@ type rssPoint struct {
 }
 
 func cmdRSS(args []string) int {
-	fs, c := newFlagSet("rss")
+	fs, c := hostkit.NewCommand(program, "rss")
 	runs := fs.Int("runs", 100000, "total Runs")
 	callers := fs.Int("callers", 30, "concurrent callers")
 	points := fs.Int("checkpoints", 10, "number of RSS readings after the first")
@@ -53,33 +55,33 @@ func cmdRSS(args []string) int {
 	address := fs.String("address", "", "Prometheus URL for {{address}} (default: a closed port)")
 	key := fs.String("key", "rollgate/analysis", "key of the plugin config under provider.plugin")
 	timeout := fs.Duration("timeout", 10*time.Minute, "stop starting calls after this long")
-	if !c.parse(fs, args) {
-		return exitSetup
+	if !c.Parse(args) {
+		return hostkit.ExitSetup
 	}
 	if *runs < 1 || *callers < 1 || *points < 1 {
-		return setupErr("rss", fmt.Errorf("-runs, -callers and -checkpoints must be positive"))
+		return c.SetupErr(fmt.Errorf("-runs, -callers and -checkpoints must be positive"))
 	}
 	addr := *address
 	if addr == "" {
 		var err error
 		if addr, err = closedPortURL(); err != nil {
-			return setupErr("rss", err)
+			return c.SetupErr(err)
 		}
 	}
 	s, err := launch(c)
 	if err != nil {
-		return setupErr("rss", err)
+		return c.SetupErr(err)
 	}
 	defer s.close()
 	if s.pid == 0 {
-		return setupErr("rss", fmt.Errorf("plugin pid unknown"))
+		return c.SetupErr(fmt.Errorf("plugin pid unknown"))
 	}
 	start := time.Now()
 	var pts []rssPoint
 	read := func(done int) {
 		r, h, err := procStatus(s.pid)
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "gohost rss: %v\n", err)
+			c.Logf("%v", err)
 		}
 		pts = append(pts, rssPoint{Runs: done, Seconds: time.Since(start).Seconds(), RSSKb: r, HWMKb: h})
 	}
@@ -104,11 +106,10 @@ func cmdRSS(args []string) int {
 		Phases      map[string]int `json:"phases"`
 		Checkpoints []rssPoint     `json:"checkpoints"`
 	}{s.pid, res.Calls, *callers, res.CallsPerSec, res.RPCErrors, res.Mismatches, res.TimedOut, res.Phases, pts}
-	emit(out)
+	c.Emit(out)
 	if res.RPCErrors > 0 || res.Mismatches > 0 || res.TimedOut {
-		fmt.Fprintf(os.Stderr, "gohost rss: rpcErrors=%d mismatches=%d timedOut=%v; first: %s\n",
+		return c.Failf("rpcErrors=%d mismatches=%d timedOut=%v; first: %s",
 			res.RPCErrors, res.Mismatches, res.TimedOut, res.FirstProblem)
-		return exitFail
 	}
 	return 0
 }

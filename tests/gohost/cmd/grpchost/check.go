@@ -13,7 +13,6 @@ import (
 	"io/ioutil"
 	"math/big"
 	"net"
-	"os"
 	"time"
 
 	plugin "github.com/hashicorp/go-plugin"
@@ -22,6 +21,8 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
+
+	"rollgate.test/gohost/hostkit"
 )
 
 // callSpec is one call of the -calls file: a method of rollgate.v1.MetricProviderService and
@@ -56,26 +57,26 @@ func cmdCheck(args []string) int {
 	mtls := fs.Bool("mtls", true, "use go-plugin's AutoMTLS")
 	callsPath := fs.String("calls", "", "JSON list of calls to make (optional)")
 	exitLimit := fs.Duration("exit-limit", 2*time.Second, "the plugin must exit within this long after Shutdown")
-	if !c.parse(fs, args) {
-		return exitSetup
+	if !c.Parse(args) {
+		return hostkit.ExitSetup
 	}
 	a, err := loadAPI(c.descriptor)
 	if err != nil {
-		return setupErr("check", err)
+		return c.SetupErr(err)
 	}
 	var calls []callSpec
 	if *callsPath != "" {
 		raw, err := ioutil.ReadFile(*callsPath)
 		if err != nil {
-			return setupErr("check", err)
+			return c.SetupErr(err)
 		}
 		if err := json.Unmarshal(raw, &calls); err != nil {
-			return setupErr("check", fmt.Errorf("%s: %w", *callsPath, err))
+			return c.SetupErr(fmt.Errorf("%s: %w", *callsPath, err))
 		}
 	}
 	s, err := launch(c, []plugin.Protocol{plugin.ProtocolNetRPC, plugin.ProtocolGRPC}, *mtls)
 	if err != nil {
-		return setupErr("check", err)
+		return c.SetupErr(err)
 	}
 	defer s.client.Kill()
 	var cl checklist
@@ -169,10 +170,9 @@ func cmdCheck(args []string) int {
 	res.Checks = cl.checks
 	failed := cl.failed()
 	res.OK = len(failed) == 0
-	emit(res)
+	c.Emit(res)
 	if !res.OK {
-		fmt.Fprintf(os.Stderr, "grpchost check: failed: %v\n", failed)
-		return exitFail
+		return c.Failf("failed: %v", failed)
 	}
 	return 0
 }
@@ -198,7 +198,7 @@ func doCall(a *api, conn *grpc.ClientConn, i int, call callSpec) callResult {
 	defer cancel()
 	t := time.Now()
 	out, st := a.invoke(ctx, conn, m, req)
-	r.ElapsedMs = ms(time.Since(t))
+	r.ElapsedMs = hostkit.Ms(time.Since(t))
 	if st != nil {
 		r.Code, r.Message = st.Code().String(), st.Message()
 		return r

@@ -3,10 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"syscall"
 
-	hclog "github.com/hashicorp/go-hclog"
 	plugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 
@@ -37,48 +35,24 @@ type session struct {
 }
 
 // launch starts the plugin as a go-plugin host allowing `protocols` does, with AutoMTLS when
-// mtls is set, and dispenses the metric provider.
+// mtls is set, and dispenses the metric provider: a gRPC connection or a net/rpc client.
 func launch(c *common, protocols []plugin.Protocol, mtls bool) (*session, error) {
-	level := hclog.LevelFromString(c.logLevel)
-	if level == hclog.NoLevel {
-		level = hclog.Warn
-	}
 	plugins := map[string]plugin.Plugin{pluginrpc.DispenseName: &grpcPlugin{}}
 	if len(protocols) == 1 && protocols[0] == plugin.ProtocolNetRPC {
 		plugins = pluginrpc.PluginMap(nil)
 	}
-	client := plugin.NewClient(&plugin.ClientConfig{
-		HandshakeConfig:  pluginrpc.Handshake,
-		Plugins:          plugins,
-		Cmd:              exec.Command(c.plugin, c.pluginArgs...),
-		AllowedProtocols: protocols,
-		AutoMTLS:         mtls,
-		Managed:          true,
-		Stderr:           c.stderrSink,
-		Logger:           hclog.New(&hclog.LoggerOptions{Name: "grpchost", Level: level, Output: c.stderrSink}),
-	})
-	proto, err := client.Client()
+	l, err := c.Launch(plugins, protocols, mtls)
 	if err != nil {
-		client.Kill()
-		return nil, fmt.Errorf("unable to get plugin client: %w", err)
+		return nil, err
 	}
-	raw, err := proto.Dispense(pluginrpc.DispenseName)
-	if err != nil {
-		client.Kill()
-		return nil, fmt.Errorf("unable to dispense plugin: %w", err)
-	}
-	s := &session{client: client, proto: proto}
-	switch v := raw.(type) {
+	s := &session{client: l.Client, proto: l.Proto, pid: l.PID}
+	switch v := l.Dispensed.(type) {
 	case *grpc.ClientConn:
 		s.conn = v
 	case *pluginrpc.Client:
 		s.rpc = v
 	default:
-		client.Kill()
-		return nil, fmt.Errorf("unexpected type %T from plugin", raw)
-	}
-	if rc := client.ReattachConfig(); rc != nil {
-		s.pid = rc.Pid
+		return nil, l.Unexpected()
 	}
 	return s, nil
 }

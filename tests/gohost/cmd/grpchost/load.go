@@ -5,12 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/ioutil"
-	"os"
-	"sort"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	plugin "github.com/hashicorp/go-plugin"
@@ -19,6 +15,7 @@ import (
 
 	k "rollgate.test/gohost/argotypes/v1"
 	a "rollgate.test/gohost/argotypes/v1alpha1"
+	"rollgate.test/gohost/hostkit"
 )
 
 // The analysis run every call belongs to.
@@ -28,20 +25,10 @@ const (
 	runUID       = "4c1f5a7e-1b2d-4e8f-9a3c-7d6e5f4a3b21"
 )
 
-type latencies struct {
-	P50 float64 `json:"p50"`
-	P90 float64 `json:"p90"`
-	P99 float64 `json:"p99"`
-	Max float64 `json:"max"`
-}
-
 type loadResult struct {
-	Protocol      string         `json:"protocol"`
-	Concurrency   int            `json:"concurrency"`
-	Calls         int            `json:"calls"`
-	Seconds       float64        `json:"seconds"`
-	CallsPerSec   float64        `json:"callsPerSec"`
-	LatencyMs     latencies      `json:"latencyMs"`
+	Protocol    string `json:"protocol"`
+	Concurrency int    `json:"concurrency"`
+	hostkit.Figures
 	Phases        map[string]int `json:"phases"`
 	RPCErrors     int            `json:"rpcErrors"`
 	Mismatches    int            `json:"mismatches"`
@@ -152,11 +139,11 @@ func cmdLoad(args []string) int {
 	address := fs.String("address", "", "Prometheus URL for {{address}}")
 	mtls := fs.Bool("mtls", false, "use AutoMTLS (gRPC)")
 	timeout := fs.Duration("timeout", 2*time.Minute, "stop starting calls after this long")
-	if !c.parse(fs, args) {
-		return exitSetup
+	if !c.Parse(args) {
+		return hostkit.ExitSetup
 	}
 	if *concurrency < 1 || *total < 1 || *spec == "" {
-		return setupErr("load", fmt.Errorf("-concurrency and -calls must be positive and -spec given"))
+		return c.SetupErr(fmt.Errorf("-concurrency and -calls must be positive and -spec given"))
 	}
 	specBytes := []byte(strings.ReplaceAll(*spec, "{{address}}", *address))
 	var s *session
@@ -166,30 +153,29 @@ func cmdLoad(args []string) int {
 	case "grpc":
 		ap, lerr := loadAPI(c.descriptor)
 		if lerr != nil {
-			return setupErr("load", lerr)
+			return c.SetupErr(lerr)
 		}
 		if s, err = launch(c, []plugin.Protocol{plugin.ProtocolGRPC}, *mtls); err != nil {
-			return setupErr("load", err)
+			return c.SetupErr(err)
 		}
 		if call, err = grpcCaller(s, ap, specBytes); err != nil {
 			s.client.Kill()
-			return setupErr("load", err)
+			return c.SetupErr(err)
 		}
 	case "netrpc":
 		if s, err = launch(c, []plugin.Protocol{plugin.ProtocolNetRPC}, false); err != nil {
-			return setupErr("load", err)
+			return c.SetupErr(err)
 		}
 		call = netrpcCaller(s, specBytes)
 	default:
-		return setupErr("load", fmt.Errorf("-protocol must be grpc or netrpc"))
+		return c.SetupErr(fmt.Errorf("-protocol must be grpc or netrpc"))
 	}
 	defer s.client.Kill()
 	res := runLoad(s, call, *protocol, *concurrency, *warmup, *total, time.Now().Add(*timeout))
-	emit(res)
+	c.Emit(res)
 	if res.RPCErrors > 0 || res.Mismatches > 0 || res.TimedOut {
-		fmt.Fprintf(os.Stderr, "grpchost load: rpcErrors=%d mismatches=%d timedOut=%v; first: %s\n",
+		return c.Failf("rpcErrors=%d mismatches=%d timedOut=%v; first: %s",
 			res.RPCErrors, res.Mismatches, res.TimedOut, res.FirstProblem)
-		return exitFail
 	}
 	return 0
 }
@@ -199,104 +185,66 @@ func cmdLoad(args []string) int {
 func runLoad(s *session, call caller, protocol string, concurrency, warmup, total int, deadline time.Time) loadResult {
 	res := loadResult{Protocol: protocol, Concurrency: concurrency, Phases: map[string]int{}}
 	pid := strconv.Itoa(s.pid)
-	phase := func(n int, measure bool) []time.Duration {
-		var next int64 = -1
-		var mu sync.Mutex
-		var all []time.Duration
-		var wg sync.WaitGroup
-		for w := 0; w < concurrency; w++ {
-			wg.Add(1)
-			go func(w int) {
-				defer wg.Done()
-				var lat []time.Duration
-				phases := map[string]int{}
-				var rpcErr, mismatch int
-				var problem string
-				timedOut := false
-				for {
-					i := int(atomic.AddInt64(&next, 1))
-					if i >= n {
-						break
+	phase := func(n int, measure bool) hostkit.Outcome {
+		load := hostkit.Load{Callers: concurrency, Calls: n, Deadline: deadline}
+		return load.Run(func(w int) hostkit.Worker {
+			phases := map[string]int{}
+			var rpcErr, mismatch int
+			var problem string
+			one := func(i int) time.Duration {
+				name := fmt.Sprintf("load-%d-%d", w, i)
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				t := time.Now()
+				p, echoed, err := call(ctx, i, name)
+				lat := time.Since(t)
+				cancel()
+				switch {
+				case err != nil:
+					rpcErr++
+					if problem == "" {
+						problem = err.Error()
 					}
-					if time.Now().After(deadline) {
-						timedOut = true
-						break
+				case echoed != name:
+					mismatch++
+					if problem == "" {
+						problem = fmt.Sprintf("call %s got the reply of %q", name, echoed)
 					}
-					name := fmt.Sprintf("load-%d-%d", w, i)
-					ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-					t := time.Now()
-					p, echoed, err := call(ctx, i, name)
-					lat = append(lat, time.Since(t))
-					cancel()
-					switch {
-					case err != nil:
-						rpcErr++
-						if problem == "" {
-							problem = err.Error()
-						}
-					case echoed != name:
-						mismatch++
-						if problem == "" {
-							problem = fmt.Sprintf("call %s got the reply of %q", name, echoed)
-						}
-					default:
-						phases[p]++
-					}
+				default:
+					phases[p]++
 				}
-				mu.Lock()
-				defer mu.Unlock()
-				all = append(all, lat...)
-				if measure {
-					for k, v := range phases {
-						res.Phases[k] += v
-					}
-					res.RPCErrors += rpcErr
-					res.Mismatches += mismatch
-					res.TimedOut = res.TimedOut || timedOut
-					if res.FirstProblem == "" {
-						res.FirstProblem = problem
-					}
+				return lat
+			}
+			merge := func() {
+				if !measure {
+					return
 				}
-			}(w)
-		}
-		wg.Wait()
-		return all
+				for k, v := range phases {
+					res.Phases[k] += v
+				}
+				res.RPCErrors += rpcErr
+				res.Mismatches += mismatch
+				if res.FirstProblem == "" {
+					res.FirstProblem = problem
+				}
+			}
+			return hostkit.Worker{Call: one, Merge: merge}
+		})
 	}
 	phase(warmup, false)
 	cpu0, _ := cpuSeconds(pid)
 	self0, _ := cpuSeconds("self")
-	start := time.Now()
-	all := phase(total, true)
-	el := time.Since(start)
+	out := phase(total, true)
 	cpu1, err := cpuSeconds(pid)
 	self1, _ := cpuSeconds("self")
 	if err != nil && res.FirstProblem == "" {
 		res.FirstProblem = "reading the plugin's CPU time: " + err.Error()
 	}
-	res.Calls = len(all)
-	res.Seconds = el.Seconds()
-	if el > 0 {
-		res.CallsPerSec = float64(len(all)) / el.Seconds()
-	}
+	res.TimedOut = out.TimedOut
+	res.Figures = out.Figures()
 	res.PluginCPU = cpu1 - cpu0
 	res.HostCPU = self1 - self0
-	if len(all) > 0 {
-		res.PluginCPUCall = res.PluginCPU / float64(len(all)) * 1e6
+	if n := len(out.Latencies); n > 0 {
+		res.PluginCPUCall = res.PluginCPU / float64(n) * 1e6
 	}
-	sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
-	pct := func(p float64) float64 {
-		if len(all) == 0 {
-			return 0
-		}
-		idx := int(p*float64(len(all))+0.5) - 1
-		if idx < 0 {
-			idx = 0
-		}
-		if idx >= len(all) {
-			idx = len(all) - 1
-		}
-		return ms(all[idx])
-	}
-	res.LatencyMs = latencies{P50: pct(0.50), P90: pct(0.90), P99: pct(0.99), Max: pct(1)}
 	return res
 }
