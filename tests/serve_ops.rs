@@ -594,15 +594,28 @@ fn reload_interval_picks_up_configmap_and_token_changes_without_a_signal() {
 }
 
 #[test]
-fn a_zero_reload_interval_is_refused() {
-    let (status, logs) = ServeProcess::try_start(&["--reload-interval", "0s"], &[])
-        .err()
-        .expect("must not start");
-    assert_eq!(status.and_then(|s| s.code()), Some(1));
+fn a_reload_interval_below_100ms_is_refused() {
+    for interval in ["0s", "1ms", "99ms"] {
+        let (status, logs) = ServeProcess::try_start(&["--reload-interval", interval], &[])
+            .err()
+            .expect("must not start");
+        assert_eq!(status.and_then(|s| s.code()), Some(1), "{interval}");
+        assert!(
+            logs.join("\n")
+                .contains("--reload-interval must be at least 100ms"),
+            "{interval}: {logs:?}"
+        );
+    }
+    // Not a duration: the argument parser names the flag and the value.
+    let out = std::process::Command::new(BIN)
+        .args(["serve", "--reload-interval", "often"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        logs.join("\n")
-            .contains("--reload-interval must be above zero"),
-        "{logs:?}"
+        stderr.contains("--reload-interval") && stderr.contains("\"often\" is not a duration"),
+        "{stderr}"
     );
 }
 

@@ -171,11 +171,14 @@ impl Server {
                 "--deadline and --request-timeout must be above zero".into(),
             ));
         }
-        if config.reload_interval.is_some_and(|d| d.is_zero()) {
-            return Err(ServeError::Settings(
-                "--reload-interval must be above zero (leave it out to reload on SIGHUP only)"
-                    .into(),
-            ));
+        if config
+            .reload_interval
+            .is_some_and(|d| d < watch::MIN_INTERVAL)
+        {
+            return Err(ServeError::Settings(format!(
+                "--reload-interval must be at least {:?} (leave it out to reload on SIGHUP only)",
+                watch::MIN_INTERVAL
+            )));
         }
         // Taken before anything is read: a change made while loading is then seen as one.
         let watch = config.reload_interval.map(|every| {

@@ -5,9 +5,12 @@
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use super::templates::is_template_file;
+
+/// The shortest reload interval accepted: checking more often only burns CPU.
+pub const MIN_INTERVAL: Duration = Duration::from_millis(100);
 
 /// The files a reload reads: the template files of a directory, and single files (the token
 /// file, the TLS certificate and key).
