@@ -48,8 +48,10 @@ impl RunClock {
     /// When the run that this call (at `now`, of a metric measured every `interval`) belongs to
     /// started.
     pub fn started(&self, key: RunKey, interval: Duration, now: DateTime<Utc>) -> DateTime<Utc> {
-        let stale_after =
-            chrono::Duration::from_std(interval * STALE_INTERVALS).unwrap_or(chrono::Duration::MAX);
+        let stale_after = interval
+            .checked_mul(STALE_INTERVALS)
+            .and_then(|d| chrono::Duration::from_std(d).ok())
+            .unwrap_or(chrono::Duration::MAX);
         let mut runs = match self.runs.lock() {
             Ok(guard) => guard,
             Err(poisoned) => poisoned.into_inner(),
@@ -106,6 +108,10 @@ mod tests {
         // Silent for more than 3 intervals: the next call starts a new run.
         assert_eq!(clock.started(key("a/b", "1"), minute, at(8)), at(8));
         assert_eq!(clock.started(key("a/b", "1"), minute, at(9)), at(8));
+        // An interval too long to multiply never ends the run (and never panics).
+        let forever = Duration::MAX;
+        assert_eq!(clock.started(key("a/d", "1"), forever, at(0)), t0);
+        assert_eq!(clock.started(key("a/d", "1"), forever, at(9_999)), t0);
     }
 
     #[test]
