@@ -179,18 +179,11 @@ impl Engine {
         stable: &RatioQueries,
         opts: &EvalOptions,
     ) -> Result<([Result<f64, NoData>; 4], Vec<String>), (&'static str, PrometheusError)> {
-        let one = |q: &str| {
-            let request = QueryRequest::Instant {
-                query: q.to_string(),
-                time: opts.at,
-            };
-            async move { self.query(config, &request, opts.deadline).await }
-        };
         let (cb, ct, sb, st) = futures::join!(
-            one(&canary.bad),
-            one(&canary.total),
-            one(&stable.bad),
-            one(&stable.total)
+            self.instant(config, &canary.bad, opts),
+            self.instant(config, &canary.total, opts),
+            self.instant(config, &stable.bad, opts),
+            self.instant(config, &stable.total, opts)
         );
         let mut warnings = Vec::new();
         let mut read = |what: &'static str, r: Result<QueryResponse, PrometheusError>| {

@@ -118,6 +118,21 @@ impl Engine {
         result
     }
 
+    /// Sends an instant query at the measurement's time (`opts.at`, else now) within its
+    /// deadline.
+    async fn instant(
+        &self,
+        config: &PrometheusConfig,
+        query: &str,
+        opts: &EvalOptions,
+    ) -> Result<QueryResponse, PrometheusError> {
+        let request = QueryRequest::Instant {
+            query: query.to_string(),
+            time: opts.at,
+        };
+        self.query(config, &request, opts.deadline).await
+    }
+
     /// The query backend (to save a recording after a dry run).
     pub fn backend(&self) -> &Backend {
         &self.backend

@@ -3,7 +3,7 @@
 use chrono::{DateTime, Utc};
 
 use crate::measurement::Phase;
-use crate::prometheus::{PrometheusConfig, QueryRequest, QueryResponse};
+use crate::prometheus::{PrometheusConfig, QueryResponse};
 use crate::spec::{Metric, NoDataPolicy, QuerySpec};
 
 use super::guard::{self, GuardReading};
@@ -86,19 +86,6 @@ impl Engine {
             return out.finish(phase, message);
         }
         judge(out, metric, &response, &guard_note)
-    }
-
-    async fn instant(
-        &self,
-        config: &PrometheusConfig,
-        query: &str,
-        opts: &EvalOptions,
-    ) -> Result<QueryResponse, crate::prometheus::PrometheusError> {
-        let request = QueryRequest::Instant {
-            query: query.to_string(),
-            time: opts.at,
-        };
-        self.query(config, &request, opts.deadline).await
     }
 }
 

@@ -276,14 +276,7 @@ async fn hook(state: &AppState, request: Request, hook: Hook) -> Response {
         }
     }
     let canary = format!("{}/{}", payload.namespace, payload.name);
-    let planned = selection(&payload).and_then(|(selection, args)| {
-        analysis::plan(
-            &state.templates.current(),
-            &selection,
-            &args,
-            state.settings.allow_inline,
-        )
-    });
+    let planned = selection(&payload).and_then(|(selection, args)| state.plan(&selection, &args));
     let plan = match planned {
         Ok(p) => p,
         Err(r) => {

@@ -141,6 +141,20 @@ pub struct AppState {
 }
 
 impl AppState {
+    /// The metrics a request selects, from the templates in use and this server's settings.
+    pub fn plan(
+        &self,
+        selection: &analysis::Selection,
+        args: &[(String, String)],
+    ) -> Result<analysis::Plan, http::Rejection> {
+        analysis::plan(
+            &self.templates.current(),
+            selection,
+            args,
+            self.settings.allow_inline,
+        )
+    }
+
     /// Whether SIGTERM was received (`/readyz` then answers 503).
     pub fn is_shutting_down(&self) -> bool {
         self.shutting_down.load(Ordering::Relaxed)

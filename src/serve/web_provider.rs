@@ -174,14 +174,7 @@ pub async fn measure(
         Ok(b) => b,
         Err(r) => return http::refuse_with(json, r),
     };
-    let planned = parse_request(&bytes).and_then(|(selection, args)| {
-        analysis::plan(
-            &state.templates.current(),
-            &selection,
-            &args,
-            state.settings.allow_inline,
-        )
-    });
+    let planned = parse_request(&bytes).and_then(|(selection, args)| state.plan(&selection, &args));
     let plan = match planned {
         Ok(p) => p,
         Err(r) => return http::refuse_with(json, r),

@@ -18,7 +18,7 @@ use futures::future::join_all;
 
 use crate::condition::{evaluate_result, Value as ConditionValue};
 use crate::measurement::Phase;
-use crate::prometheus::{PrometheusConfig, QueryRequest, QueryResponse};
+use crate::prometheus::{PrometheusConfig, QueryResponse};
 use crate::spec::duration::format_duration;
 use crate::spec::{ExpectedTargets, FleetSpec, Metric, NoDataPolicy};
 
@@ -82,7 +82,7 @@ impl Engine {
         for (kind, q) in &queries.stalls {
             round.push((Role::Stall(*kind), q));
         }
-        let answers = join_all(round.iter().map(|(_, q)| self.instant_at(config, q, opts))).await;
+        let answers = join_all(round.iter().map(|(_, q)| self.instant(config, q, opts))).await;
 
         let mut inputs = Inputs::default();
         let mut inventory_empty = false;
@@ -166,7 +166,7 @@ impl Engine {
             let targets: Vec<String> = fleet.silent.iter().take(LAST_SEEN_MAX).cloned().collect();
             let query = last_seen_query(spec, &targets);
             out.metadata.insert("query.lastSeen".into(), query.clone());
-            match self.instant_at(config, &query, opts).await {
+            match self.instant(config, &query, opts).await {
                 Ok(response) => {
                     note_warnings(&mut out, &response);
                     if let crate::prometheus::QueryData::Vector(series) = &response.data {
@@ -210,19 +210,6 @@ impl Engine {
             }
             Err(failure) => out.error(format!("{message}; {failure}")),
         }
-    }
-
-    async fn instant_at(
-        &self,
-        config: &PrometheusConfig,
-        query: &str,
-        opts: &EvalOptions,
-    ) -> Result<QueryResponse, crate::prometheus::PrometheusError> {
-        let request = QueryRequest::Instant {
-            query: query.to_string(),
-            time: opts.at,
-        };
-        self.query(config, &request, opts.deadline).await
     }
 }
 
