@@ -396,6 +396,17 @@ fn raw_exchange(addr: &str, head: &str, body: &[u8]) -> (u16, String) {
     (status, body)
 }
 
+/// YAML whose last key expands to 10^10 strings through nested aliases.
+fn alias_bomb() -> String {
+    let mut lines = vec![r#"a0: &a0 ["x","x","x","x","x","x","x","x","x","x"]"#.to_string()];
+    for i in 1..10 {
+        let refs = vec![format!("*a{}", i - 1); 10].join(",");
+        lines.push(format!("a{i}: &a{i} [{refs}]"));
+    }
+    lines.push("query: *a9".into());
+    lines.join("\n")
+}
+
 #[test]
 fn bad_input_is_a_4xx_with_a_reason_and_never_hurts_the_server() {
     let token_dir = tempfile::tempdir().unwrap();
@@ -429,6 +440,10 @@ fn bad_input_is_a_4xx_with_a_reason_and_never_hurts_the_server() {
             (flagger_payload("Progressing", &[("spec", "query: up\nnoData: fail"), ("successCondition", "result[0] <")]), 422, "successCondition"),
             (flagger_payload("Progressing", &[("spec", "query: up\nnoData: fail\nprometheus:\n  bearerTokenFile: /etc/passwd\n")]), 422, "may not read files"),
             (flagger_payload("Progressing", &[("tempalte", "error-rate")]), 422, "metadata.tempalte: unknown key"),
+            // 750 kB of nested flow mappings: libyaml alone would take minutes over it.
+            (flagger_payload("Progressing", &[("spec", &("{a: ".repeat(150_000) + &"}".repeat(150_000)))]), 422, "150000 '[' or '{' characters"),
+            // An alias bomb (10^10 strings once expanded).
+            (flagger_payload("Progressing", &[("spec", &alias_bomb())]), 422, "repetition limit exceeded"),
         ];
         for (body, want, needle) in &cases {
             let resp = authed(body.clone()).send().await.unwrap();

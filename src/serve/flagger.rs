@@ -24,6 +24,7 @@ use super::analysis::{self, Selection, INLINE_METRIC_NAME};
 use super::http::{self, AccessNote, Rejection};
 use super::AppState;
 use crate::measurement::Phase;
+use crate::spec::parse_request_yaml;
 
 /// The metadata key that carries the bearer token when authentication is on (Flagger's
 /// webhooks cannot send headers).
@@ -202,9 +203,8 @@ pub fn selection(payload: &Payload) -> Result<(Selection, Vec<(String, String)>)
             }
         }
         (None, Some(yaml)) => {
-            let mut spec: Value = serde_yaml_ng::from_str(yaml).map_err(|e| {
-                Rejection::unprocessable(format!("metadata.spec: not valid YAML: {e}"))
-            })?;
+            let mut spec = parse_request_yaml(yaml)
+                .map_err(|e| Rejection::unprocessable(format!("metadata.spec: {e}")))?;
             let Value::Object(map) = &mut spec else {
                 return Err(Rejection::unprocessable(format!(
                     "metadata.spec: expected a YAML mapping (a rollgate metric spec), got {}",

@@ -113,11 +113,11 @@ impl MetricSpec {
         MetricSpec::from_value(&value, "")
     }
 
-    /// Reads and validates a spec from YAML text (an inline webhook spec or a file).
+    /// Reads and validates a spec from YAML text (an inline webhook spec).
     pub fn from_yaml_str(text: &str) -> Result<MetricSpec, SpecError> {
-        let value: Value = serde_yaml_ng::from_str(text).map_err(|e| SpecError::Syntax {
+        let value = super::parse_request_yaml(text).map_err(|message| SpecError::Syntax {
             source_name: "spec".into(),
-            message: format!("not valid YAML: {e}"),
+            message,
         })?;
         MetricSpec::from_value(&value, "")
     }

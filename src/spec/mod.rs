@@ -12,6 +12,7 @@ mod metric;
 mod promql;
 pub mod reader;
 mod template;
+mod yaml;
 
 pub use args::{substitute, substitute_str, ArgValues};
 pub use compare::{CompareForm, CompareSpec, Direction, RatioQueries};
@@ -25,3 +26,4 @@ pub use metric::{
 };
 pub use promql::check_promql;
 pub use template::{compile_condition, Metric, Provider, RunLimits, Template};
+pub use yaml::{parse_request_yaml, MAX_BRACKETS};
