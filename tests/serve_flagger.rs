@@ -442,6 +442,9 @@ fn bad_input_is_a_4xx_with_a_reason_and_never_hurts_the_server() {
             (flagger_payload("Progressing", &[("tempalte", "error-rate")]), 422, "metadata.tempalte: unknown key"),
             // 750 kB of nested flow mappings: libyaml alone would take minutes over it.
             (flagger_payload("Progressing", &[("spec", &("{a: ".repeat(150_000) + &"}".repeat(150_000)))]), 422, "150000 '[' or '{' characters"),
+            // 200 kB of nested parentheses: promql-parser recursing on it overflowed the stack and
+            // aborted the server.
+            (flagger_payload("Progressing", &[("spec", &format!("query: '{}1{}'\nnoData: fail", "(".repeat(100_000), ")".repeat(100_000)))]), 422, "at most 16384 bytes"),
             // An alias bomb (10^10 strings once expanded).
             (flagger_payload("Progressing", &[("spec", &alias_bomb())]), 422, "repetition limit exceeded"),
         ];

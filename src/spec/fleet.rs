@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::duration::format_duration;
 use super::error::SpecError;
-use super::promql::check_promql;
+use super::promql::{check_promql, parse_promql};
 use super::reader::{invalid, ObjectReader};
 
 /// Default `maxStaleness`: a target without a sample this recent is silent.
@@ -291,16 +291,17 @@ impl FleetSpec {
 /// Accepts an instant-vector selector only: the engine aggregates it, looks at it over time
 /// windows and derives the init-container and workload selectors from its matchers.
 fn read_selector(path: &str, text: &str) -> Result<SeriesSelector, SpecError> {
-    check_promql(path, text)?;
     let not_a_selector = |why: &str| SpecError::Invalid {
         path: path.to_string(),
         expected: "a plain series selector like kube_pod_container_info{namespace=\"x\"}".into(),
         got: format!("{text:?} ({why})"),
     };
-    let vs = match promql_parser::parser::parse(text) {
-        Ok(Expr::VectorSelector(vs)) => vs,
-        Ok(_) => return Err(not_a_selector("an expression, not a selector")),
-        Err(e) => return Err(not_a_selector(e.trim())),
+    let selector = parse_promql(path, text, |expr| match expr {
+        Expr::VectorSelector(vs) => Some(vs),
+        _ => None,
+    })?;
+    let Some(vs) = selector else {
+        return Err(not_a_selector("an expression, not a selector"));
     };
     if vs.offset.is_some() || vs.at.is_some() {
         return Err(not_a_selector("offset and @ are not allowed"));

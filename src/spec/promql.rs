@@ -1,26 +1,77 @@
 //! PromQL is parsed before anything is sent, so a typo is a spec error, not a failed measurement.
 
+use promql_parser::parser::Expr;
+
 use super::error::SpecError;
+
+/// Longest query accepted, in bytes. Real queries are far shorter, long regex alternations
+/// included; promql-parser takes time quadratic in some shapes (`1+1+...` of 16 KiB: ~0.3 s).
+pub const MAX_QUERY_BYTES: usize = 16 * 1024;
+
+/// Queries up to this length nest too shallowly to trouble any thread's stack.
+const SHALLOW_QUERY_BYTES: usize = 1024;
+
+/// Stack of the thread that parses longer queries. promql-parser builds and drops its tree
+/// recursively, one frame per nesting level (`sum(sum(...`, `1+1+...`): about 20 kB of such a
+/// query overflows a 2 MiB tokio worker, and a stack overflow aborts the whole process.
+const PARSER_STACK_BYTES: usize = 16 << 20;
 
 /// Fails with the parser's reason when `query` is not valid PromQL.
 pub fn check_promql(path: &str, query: &str) -> Result<(), SpecError> {
-    if query.contains("{{") {
-        return Err(SpecError::Invalid {
-            path: path.to_string(),
-            expected: "a PromQL query with every {{args.*}} placeholder resolved".into(),
-            got: format!("{:?}", shorten(query)),
-        });
-    }
-    promql_parser::parser::parse(query)
-        .map(|_| ())
-        .map_err(|reason| SpecError::Invalid {
-            path: path.to_string(),
-            expected: "a valid PromQL query".into(),
-            got: format!("{:?} ({})", shorten(query), reason.trim()),
-        })
+    parse_promql(path, query, |_| ())
 }
 
-fn shorten(q: &str) -> String {
+/// Parses `query` and hands its tree to `read`, on a thread with a large stack when the query
+/// is long; the tree is dropped there too, so only what `read` returns comes back.
+pub(crate) fn parse_promql<T: Send>(
+    path: &str,
+    query: &str,
+    read: impl FnOnce(Expr) -> T + Send,
+) -> Result<T, SpecError> {
+    let invalid = |expected: &str, got: String| SpecError::Invalid {
+        path: path.to_string(),
+        expected: expected.into(),
+        got,
+    };
+    if query.contains("{{") {
+        return Err(invalid(
+            "a PromQL query with every {{args.*}} placeholder resolved",
+            format!("{:?}", shorten(query)),
+        ));
+    }
+    if query.len() > MAX_QUERY_BYTES {
+        return Err(invalid(
+            &format!("a PromQL query of at most {MAX_QUERY_BYTES} bytes"),
+            format!("{} bytes", query.len()),
+        ));
+    }
+    let parse = || promql_parser::parser::parse(query).map(read);
+    let parsed = if query.len() <= SHALLOW_QUERY_BYTES {
+        parse()
+    } else {
+        std::thread::scope(|scope| {
+            std::thread::Builder::new()
+                .name("promql-parse".into())
+                .stack_size(PARSER_STACK_BYTES)
+                .spawn_scoped(scope, parse)
+                .map_err(|e| format!("cannot start the parser thread: {e}"))
+                .and_then(|handle| {
+                    handle
+                        .join()
+                        .unwrap_or_else(|_| Err("the PromQL parser panicked".into()))
+                })
+        })
+    };
+    parsed.map_err(|reason| {
+        invalid(
+            "a valid PromQL query",
+            format!("{:?} ({})", shorten(query), reason.trim()),
+        )
+    })
+}
+
+/// The start of a long text, for messages.
+pub(crate) fn shorten(q: &str) -> String {
     if q.chars().count() > 120 {
         let cut: String = q.chars().take(117).collect();
         format!("{cut}...")
@@ -58,5 +109,32 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("placeholder"), "{err}");
+    }
+
+    /// The deepest shapes at the size limit, checked on a thread with a tokio worker's 2 MiB
+    /// stack: a verdict, never a stack overflow (which would abort this test binary).
+    #[test]
+    fn deeply_nested_queries_up_to_the_limit_do_not_overflow_a_worker_stack() {
+        let n = MAX_QUERY_BYTES;
+        let queries = [
+            "(".repeat(n / 2 - 1) + "1" + &")".repeat(n / 2 - 1),
+            "sum(".repeat(n / 5 - 1) + "up" + &")".repeat(n / 5 - 1),
+            vec!["1"; n / 2].join("+"),
+            vec!["1"; n / 2].join("^"),
+            "-".repeat(n - 1) + "1",
+        ];
+        for q in queries {
+            assert!(q.len() <= MAX_QUERY_BYTES);
+            let checked = std::thread::Builder::new()
+                .stack_size(2 << 20)
+                .spawn(move || check_promql("query", &q).is_ok())
+                .unwrap()
+                .join();
+            assert!(checked.is_ok());
+        }
+        let err = check_promql("query", &"(".repeat(n + 1))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("at most 16384 bytes"), "{err}");
     }
 }
