@@ -245,10 +245,25 @@ fn templates_and_argo_metric_objects_are_accepted_and_bad_requests_named() {
                 422,
                 "cannot evaluate",
             ),
+            // 20,000 strings naming a 50 kB argument: 1 GB once expanded.
+            (
+                json!({
+                    "spec": {"query": "up", "noData": "fail", "x": vec!["{{args.a}}"; 20_000]},
+                    "args": {"a": "x".repeat(50_000)}
+                }),
+                422,
+                "expand to at most 1048576 bytes",
+            ),
         ] {
             let (status, v) = send(body.clone()).await;
-            assert_eq!(status, want, "{body}: {v}");
-            assert!(v["error"].as_str().unwrap().contains(needle), "{body}: {v}");
+            let shown = |v: &Value| v.to_string().chars().take(300).collect::<String>();
+            assert_eq!(status, want, "{}: {}", shown(&body), shown(&v));
+            assert!(
+                v["error"].as_str().unwrap().contains(needle),
+                "{}: {}",
+                shown(&body),
+                shown(&v)
+            );
         }
         // Plain text for a person who asks for it.
         let resp = client
