@@ -665,3 +665,43 @@ fn is_reload_failure(line: &serde_json::Value) -> bool {
         .as_str()
         .is_some_and(|m| m.starts_with("template reload failed"))
 }
+
+#[test]
+fn slow_inline_specs_do_not_hold_the_workers_that_answer_probes() {
+    // A valid 16 kB query the parser needs about 0.3 s for (long operator chains are quadratic).
+    let query = vec!["1"; 8_000].join("+");
+    let body = flagger_payload(
+        "Progressing",
+        &[("spec", &format!("query: '{query}'\nnoData: fail"))],
+    );
+    let server = ServeProcess::start(&["--prometheus", &closed_port()]);
+    let check_url = format!("{}/flagger/v1/check", server.url);
+    let health_url = format!("{}/healthz", server.url);
+    let rt = runtime();
+    let slowest_probe = rt.block_on(async {
+        let slow: Vec<_> = (0..10)
+            .map(|_| {
+                let (url, body) = (check_url.clone(), body.clone());
+                tokio::spawn(async move { post(&client(), &url, body, false).await })
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let mut slowest = Duration::ZERO;
+        for _ in 0..10 {
+            let started = Instant::now();
+            let resp = client().get(&health_url).send().await.unwrap();
+            assert_eq!(resp.status().as_u16(), 200);
+            slowest = slowest.max(started.elapsed());
+        }
+        for request in slow {
+            // Parsed, then judged: Prometheus is a closed port, so Error (503).
+            let (status, text, _) = request.await.unwrap();
+            assert_eq!(status, 503, "{text}");
+        }
+        slowest
+    });
+    assert!(
+        slowest_probe < Duration::from_millis(500),
+        "/healthz took {slowest_probe:?} while specs were parsed"
+    );
+}

@@ -250,7 +250,7 @@ pub async fn rollback(State(state): State<Arc<AppState>>, request: Request) -> R
     hook(&state, request, Hook::Rollback).await
 }
 
-async fn hook(state: &AppState, request: Request, hook: Hook) -> Response {
+async fn hook(state: &Arc<AppState>, request: Request, hook: Hook) -> Response {
     let (parts, body) = request.into_parts();
     let headers = &parts.headers;
     let bytes = match http::read_body(
@@ -276,7 +276,10 @@ async fn hook(state: &AppState, request: Request, hook: Hook) -> Response {
         }
     }
     let canary = format!("{}/{}", payload.namespace, payload.name);
-    let planned = selection(&payload).and_then(|(selection, args)| state.plan(&selection, &args));
+    let planned = match selection(&payload) {
+        Ok((selection, args)) => state.plan(selection, args).await,
+        Err(r) => Err(r),
+    };
     let plan = match planned {
         Ok(p) => p,
         Err(r) => {

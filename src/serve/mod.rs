@@ -142,17 +142,33 @@ pub struct AppState {
 
 impl AppState {
     /// The metrics a request selects, from the templates in use and this server's settings.
-    pub fn plan(
-        &self,
-        selection: &analysis::Selection,
-        args: &[(String, String)],
+    /// An inline spec is parsed on the blocking pool: a long query can take the parser a
+    /// noticeable time, which must not hold a worker that serves other requests.
+    pub async fn plan(
+        self: &Arc<Self>,
+        selection: analysis::Selection,
+        args: Vec<(String, String)>,
     ) -> Result<analysis::Plan, http::Rejection> {
-        analysis::plan(
-            &self.templates.current(),
-            selection,
-            args,
-            self.settings.allow_inline,
-        )
+        let is_template = matches!(selection, analysis::Selection::Template { .. });
+        let plan = move |state: &AppState| {
+            analysis::plan(
+                &state.templates.current(),
+                &selection,
+                &args,
+                state.settings.allow_inline,
+            )
+        };
+        if is_template {
+            return plan(self);
+        }
+        let state = self.clone();
+        tokio::task::spawn_blocking(move || plan(&state))
+            .await
+            .unwrap_or_else(|e| {
+                Err(http::Rejection::unprocessable(format!(
+                    "the spec could not be read: {e}"
+                )))
+            })
     }
 
     /// Whether SIGTERM was received (`/readyz` then answers 503).

@@ -174,7 +174,10 @@ pub async fn measure(
         Ok(b) => b,
         Err(r) => return http::refuse_with(json, r),
     };
-    let planned = parse_request(&bytes).and_then(|(selection, args)| state.plan(&selection, &args));
+    let planned = match parse_request(&bytes) {
+        Ok((selection, args)) => state.plan(selection, args).await,
+        Err(r) => Err(r),
+    };
     let plan = match planned {
         Ok(p) => p,
         Err(r) => return http::refuse_with(json, r),
