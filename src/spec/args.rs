@@ -76,7 +76,7 @@ fn expand(
                 expected: format!(
                     "placeholders that expand to at most {MAX_EXPANDED_BYTES} bytes in all"
                 ),
-                got: format!("{:?} expanding further", super::promql::shorten(text)),
+                got: format!("{:?} expanding further", super::error::shorten(text)),
             })?;
         out.push_str(piece);
         Ok::<(), SpecError>(())
@@ -88,7 +88,7 @@ fn expand(
             return Err(SpecError::Invalid {
                 path: path.to_string(),
                 expected: "every {{ closed by }}".into(),
-                got: format!("{:?}", super::promql::shorten(text)),
+                got: format!("{:?}", super::error::shorten(text)),
             });
         };
         let tag = after[..close].trim();
@@ -96,7 +96,7 @@ fn expand(
             return Err(SpecError::Invalid {
                 path: path.to_string(),
                 expected: "placeholders of the form {{args.NAME}}".into(),
-                got: format!("{{{{{}}}}}", super::promql::shorten(tag)),
+                got: format!("{{{{{}}}}}", super::error::shorten(tag)),
             });
         };
         match args.get(name) {

@@ -44,3 +44,13 @@ impl SpecError {
         }
     }
 }
+
+/// The start of a long text, for messages.
+pub(crate) fn shorten(text: &str) -> String {
+    if text.chars().count() > 120 {
+        let cut: String = text.chars().take(117).collect();
+        format!("{cut}...")
+    } else {
+        text.to_string()
+    }
+}

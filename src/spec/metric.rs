@@ -113,15 +113,6 @@ impl MetricSpec {
         MetricSpec::from_value(&value, "")
     }
 
-    /// Reads and validates a spec from YAML text (an inline webhook spec).
-    pub fn from_yaml_str(text: &str) -> Result<MetricSpec, SpecError> {
-        let value = super::parse_request_yaml(text).map_err(|message| SpecError::Syntax {
-            source_name: "spec".into(),
-            message,
-        })?;
-        MetricSpec::from_value(&value, "")
-    }
-
     /// Reads and validates a spec from a JSON value; `path` prefixes every error's key path.
     pub fn from_value(value: &Value, path: &str) -> Result<MetricSpec, SpecError> {
         let mut obj = ObjectReader::new(path, value)?;

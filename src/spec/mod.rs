@@ -26,4 +26,4 @@ pub use metric::{
 };
 pub use promql::check_promql;
 pub use template::{compile_condition, Metric, Provider, RunLimits, Template};
-pub use yaml::{parse_request_yaml, MAX_BRACKETS};
+pub use yaml::parse_request_yaml;

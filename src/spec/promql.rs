@@ -2,7 +2,7 @@
 
 use promql_parser::parser::Expr;
 
-use super::error::SpecError;
+use super::error::{shorten, SpecError};
 
 /// Longest query accepted, in bytes. Real queries are far shorter, long regex alternations
 /// included; promql-parser takes time quadratic in some shapes (`1+1+...` of 16 KiB: ~0.3 s).
@@ -68,16 +68,6 @@ pub(crate) fn parse_promql<T: Send>(
             format!("{:?} ({})", shorten(query), reason.trim()),
         )
     })
-}
-
-/// The start of a long text, for messages.
-pub(crate) fn shorten(q: &str) -> String {
-    if q.chars().count() > 120 {
-        let cut: String = q.chars().take(117).collect();
-        format!("{cut}...")
-    } else {
-        q.to_string()
-    }
 }
 
 #[cfg(test)]

@@ -290,7 +290,7 @@ pub fn compile_condition(path: &str, source: &str) -> Result<Option<Condition>, 
         .map_err(|e| SpecError::Invalid {
             path: path.to_string(),
             expected: "an expression in Argo's condition language".into(),
-            got: format!("{:?} ({e})", super::promql::shorten(source)),
+            got: format!("{:?} ({e})", super::error::shorten(source)),
         })
 }
 
