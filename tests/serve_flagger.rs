@@ -77,7 +77,7 @@ fn rollback_status(phase: &str) -> u16 {
 }
 
 #[test]
-fn every_verdict_maps_to_its_status_for_every_hook_type() {
+fn every_verdict_maps_to_its_status_for_every_hook_type_with_and_without_its_type() {
     let (_dir, server) = server_on_prometheus(&[]);
     let down = ServeProcess::start(&[
         "--prometheus",
@@ -119,33 +119,44 @@ fn every_verdict_maps_to_its_status_for_every_hook_type() {
     ];
     let client = client();
     runtime().block_on(async {
-        for (hook, canary_phase) in HOOKS {
-            let endpoint = if *hook == "rollback" {
-                "rollback"
+        let mut hooks = HOOKS.to_vec();
+        hooks.push(("post-rollout", "Succeeded"));
+        for (hook, canary_phase) in hooks {
+            // Without `metadata.hook` (the codes from before hook types), and with it; the
+            // rollback hook may use either endpoint when it names its type.
+            let variants: &[(&str, Option<&str>)] = if hook == "rollback" {
+                &[
+                    ("rollback", None),
+                    ("rollback", Some("rollback")),
+                    ("check", Some("rollback")),
+                ]
             } else {
-                "check"
+                &[("check", None), ("check", Some(hook))]
             };
-            for (srv, template, service, phase, words) in &cases {
-                let body = flagger_payload(
-                    canary_phase,
-                    &[("template", template), ("args.service", service)],
-                );
+            for ((endpoint, typed), (srv, template, service, phase, words)) in variants
+                .iter()
+                .flat_map(|v| cases.iter().map(move |c| (v, c)))
+            {
+                let mut metadata = vec![("template", *template), ("args.service", *service)];
+                metadata.extend(typed.map(|t| ("hook", t)));
+                let body = flagger_payload(canary_phase, &metadata);
                 let url = format!("{}/flagger/v1/{endpoint}", srv.url);
-                let want = if endpoint == "rollback" {
-                    rollback_status(phase)
-                } else {
-                    check_status(phase)
+                let rollback = *endpoint == "rollback" || *typed == Some("rollback");
+                let want = match typed {
+                    Some(t) => typed_status(t, phase),
+                    None if rollback => rollback_status(phase),
+                    None => check_status(phase),
                 };
                 let (status, text, took) = post(&client, &url, body.clone(), false).await;
-                let what = format!("{hook} {template} {service}: {status} {text}");
+                let what = format!("{hook} {typed:?} {template} {service}: {status} {text}");
                 assert_eq!(status, want, "{what}");
                 assert!(took < Duration::from_secs(8), "{what} took {took:?}");
                 // The plain-text reason: the phase, the metric and the engine's message.
                 let reason = text.trim_end();
                 assert!(!reason.contains('\n'), "{what}");
-                let expected_start = if endpoint == "rollback" && *phase == "Failed" {
+                let expected_start = if rollback && *phase == "Failed" {
                     format!("roll back: {phase}: error-ratio: ")
-                } else if endpoint == "rollback" {
+                } else if rollback {
                     format!("do not roll back: {phase}: error-ratio: ")
                 } else {
                     format!("{phase}: error-ratio: ")
@@ -160,17 +171,74 @@ fn every_verdict_maps_to_its_status_for_every_hook_type() {
                 let v: Value = serde_json::from_str(&json).unwrap();
                 assert_eq!(v["verdict"], *phase, "{json}");
                 assert_eq!(v["status"], want, "{json}");
+                assert_eq!(v["hook"].as_str(), *typed, "{json}");
                 assert_eq!(v["canary"]["name"], "podinfo");
                 assert_eq!(v["canary"]["namespace"], "test");
-                assert_eq!(v["canary"]["phase"], *canary_phase);
+                assert_eq!(v["canary"]["phase"], canary_phase);
                 assert_eq!(v["template"], *template);
                 assert_eq!(v["measurements"][0]["metric"], "error-ratio");
                 assert_eq!(v["measurements"][0]["phase"], *phase);
                 assert_eq!(v["measurements"][0]["kind"], "query");
-                if endpoint == "rollback" {
+                if rollback {
                     assert_eq!(v["rollback"], *phase == "Failed", "{json}");
+                } else {
+                    assert!(v.get("rollback").is_none(), "{json}");
                 }
             }
+        }
+    });
+}
+
+/// The status for a verdict on a hook that names its type, per docs/serve.md ("Hook types"):
+/// what Flagger v1.44 does with a failing hook of each type (`scheduler.go`,
+/// `scheduler_hooks.go`) decides it.
+fn typed_status(hook: &str, phase: &str) -> u16 {
+    match (hook, phase) {
+        (_, "Error") => 503,
+        ("rollback", "Failed") => 200,
+        ("rollback", _) => 409,
+        (_, "Successful") => 200,
+        (_, "Failed") => 412,
+        ("rollout" | "pre-rollout", "Inconclusive" | "Running") => 202,
+        (_, "Inconclusive" | "Running") => 409,
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn hook_types_the_webhook_cannot_serve_are_refused_with_the_key() {
+    let (_dir, server) = server_on_prometheus(&[]);
+    let client = client();
+    runtime().block_on(async {
+        // A type the webhook cannot serve, and a check type on the rollback endpoint.
+        for (endpoint, hook, words) in [
+            ("check", "event", "event hooks carry Flagger's events"),
+            ("check", "rolout", "unknown hook type \"rolout\""),
+            (
+                "rollback",
+                "rollout",
+                "point a rollout hook at /flagger/v1/check",
+            ),
+        ] {
+            let (status, text, _) = post(
+                &client,
+                &format!("{}/flagger/v1/{endpoint}", server.url),
+                flagger_payload(
+                    "Progressing",
+                    &[
+                        ("hook", hook),
+                        ("template", "error-rate"),
+                        ("args.service", "healthy"),
+                    ],
+                ),
+                false,
+            )
+            .await;
+            assert_eq!(status, 422, "{text}");
+            assert!(
+                text.contains("metadata.hook: ") && text.contains(words),
+                "{text}"
+            );
         }
     });
 }

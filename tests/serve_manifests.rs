@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use clap::Parser;
 use rollgate::cli::{Cli, Command};
 use rollgate::serve::analysis::{plan, Selection};
-use rollgate::serve::flagger::{parse_payload, selection, TOKEN_KEY};
+use rollgate::serve::flagger::{parse_payload, selection, HookType, HOOK_KEY, TOKEN_KEY};
 use rollgate::serve::templates::{load_dir, TemplateSet};
 use serde::Deserialize;
 use serde_json::Value;
@@ -201,6 +201,7 @@ fn every_flagger_webhook_selects_a_template_that_resolves() {
         types,
         vec![
             "confirm-promotion",
+            "confirm-promotion",
             "pre-rollout",
             "rollback",
             "rollout",
@@ -220,6 +221,13 @@ fn every_flagger_webhook_selects_a_template_that_resolves() {
         assert_eq!(url, format!("{host}{want}"), "{name}");
         // Flagger's timeout, under which rollgate answers.
         assert_eq!(hook["timeout"], "10s", "{name}");
+        // Flagger does not send the hook's type: the metadata repeats it, so the verdict is
+        // answered in that hook's terms.
+        let said = hook["metadata"][HOOK_KEY]
+            .as_str()
+            .unwrap_or_else(|| panic!("{name}: hook"));
+        let hook_type = HookType::parse(said).unwrap_or_else(|e| panic!("{name}: {}", e.message));
+        assert_eq!(hook_type.name(), hook["type"], "{name}");
         // Exactly the payload Flagger would send for this canary.
         let payload = serde_json::json!({
             "name": canary["metadata"]["name"],

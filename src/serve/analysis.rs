@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use axum::http::StatusCode;
 use chrono::Utc;
 use serde_json::{json, Map, Value};
 
@@ -15,6 +16,50 @@ use super::AppState;
 use crate::engine::EvalOptions;
 use crate::measurement::{Measurement, Phase};
 use crate::spec::{substitute, ArgValues, Metric, MetricSpec, Provider, SpecError};
+
+/// What a status code means to the caller, and so how each verdict must be answered. This is
+/// the one place where verdicts become status codes; the surfaces only say who is asking.
+///
+/// Flagger (v1.44 `pkg/controller/webhook.go` `callWebhook`) passes a hook on 200-202 only;
+/// what a failing hook does depends on its type (`scheduler.go`, `scheduler_hooks.go`).
+/// Argo's web provider makes every non-2xx an Error measurement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Audience {
+    /// `/flagger/v1/check` without a `hook` type, and `post-rollout` (whose failure is only an
+    /// event): Successful 200, Failed 412, Inconclusive and Running 409, Error 503.
+    FlaggerCheck,
+    /// Flagger's `rollout` and `pre-rollout` hooks: every non-2xx adds a failed check, counted
+    /// against `threshold`. So only Failed and Error (after Flagger's retries) fail the hook;
+    /// Inconclusive and Running pass with 202 and leave the holding to a confirm gate.
+    FlaggerCounted,
+    /// Flagger's `confirm-*` hooks: a non-2xx pauses and is asked again at the next interval.
+    /// Only Successful passes.
+    FlaggerGate,
+    /// Flagger's `rollback` hook: a 2xx rolls back at once. Only Failed does.
+    FlaggerRollback,
+    /// Argo's `web` provider: every verdict is a 200 measurement; Error is 503, which Argo
+    /// records as an Error measurement.
+    ArgoWeb,
+}
+
+impl Audience {
+    /// The status code that tells this caller `phase`.
+    pub fn status(self, phase: Phase) -> StatusCode {
+        use Phase::*;
+        match (self, phase) {
+            (_, Error) => StatusCode::SERVICE_UNAVAILABLE,
+            (Audience::ArgoWeb, _) => StatusCode::OK,
+            (Audience::FlaggerRollback, Failed) => StatusCode::OK,
+            (Audience::FlaggerRollback, _) => StatusCode::CONFLICT,
+            (_, Successful) => StatusCode::OK,
+            (_, Failed) => StatusCode::PRECONDITION_FAILED,
+            (Audience::FlaggerCounted, Inconclusive | Running) => StatusCode::ACCEPTED,
+            (Audience::FlaggerCheck | Audience::FlaggerGate, Inconclusive | Running) => {
+                StatusCode::CONFLICT
+            }
+        }
+    }
+}
 
 /// The name an inline metric gets when the request names none.
 pub const INLINE_METRIC_NAME: &str = "inline";
@@ -413,6 +458,24 @@ mod tests {
         };
         let e = plan(&set, &sel, &[], true).unwrap_err();
         assert!(e.message.contains("\"nope\""), "{}", e.message);
+    }
+
+    #[test]
+    fn each_audience_reads_the_verdicts_as_documented() {
+        use Phase::*;
+        let row = |a: Audience| -> Vec<u16> {
+            [Successful, Failed, Inconclusive, Running, Error]
+                .map(|p| a.status(p).as_u16())
+                .to_vec()
+        };
+        assert_eq!(row(Audience::FlaggerCheck), vec![200, 412, 409, 409, 503]);
+        assert_eq!(row(Audience::FlaggerCounted), vec![200, 412, 202, 202, 503]);
+        assert_eq!(row(Audience::FlaggerGate), vec![200, 412, 409, 409, 503]);
+        assert_eq!(
+            row(Audience::FlaggerRollback),
+            vec![409, 200, 409, 409, 503]
+        );
+        assert_eq!(row(Audience::ArgoWeb), vec![200, 200, 200, 200, 503]);
     }
 
     #[test]

@@ -1,9 +1,17 @@
 //! Flagger's webhooks: `POST /flagger/v1/check` and `POST /flagger/v1/rollback`.
 //!
 //! Flagger posts `{name, namespace, phase, checksum, metadata}` (metadata values are strings)
-//! and only looks at the status code: 200-202 pass, anything else fails the hook, and a 5xx
-//! body is dropped when Flagger retries. The metadata selects the analysis:
+//! and passes a hook on 200-202 only. What a failing hook does depends on its type, which the
+//! payload does not carry: a `rollout` or `pre-rollout` failure is a failed check counted
+//! against `threshold`, a `confirm-*` failure pauses, a `rollback` pass rolls back. So the
+//! Canary names the type in `metadata.hook` and [`Audience`] answers each verdict in the
+//! terms of that hook (docs/serve.md, "Hook types"). Flagger keeps a 4xx body in the events of
+//! rollout, pre- and post-rollout hooks; a retried 5xx's body is drained. The metadata selects
+//! the analysis:
 //!
+//! - `hook: TYPE` (`rollout`, `pre-rollout`, `post-rollout`, `confirm-rollout`,
+//!   `confirm-traffic-increase`, `confirm-promotion`, `rollback`); without it `/check` answers
+//!   Successful 200, Failed 412, Inconclusive 409, Error 503 as before hook types;
 //! - `template: NAME` (a template loaded with `--templates`), optional `metric: NAME`;
 //! - or `spec: <YAML>` (a rollgate metric spec), optional `successCondition` /
 //!   `failureCondition`, optional `metric: NAME` naming it;
@@ -16,11 +24,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
-use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::{json, Map, Value};
 
-use super::analysis::{self, Selection, INLINE_METRIC_NAME};
+use super::analysis::{self, Audience, Selection, INLINE_METRIC_NAME};
 use super::http::{self, AccessNote, Rejection};
 use super::AppState;
 use crate::measurement::Phase;
@@ -31,7 +38,8 @@ use crate::spec::parse_request_yaml;
 pub const TOKEN_KEY: &str = "token";
 
 /// The metadata keys the webhook reads (besides `args.*` and `token`).
-const KEYS: [&str; 5] = [
+const KEYS: [&str; 6] = [
+    HOOK_KEY,
     "template",
     "metric",
     "spec",
@@ -54,47 +62,106 @@ pub struct Payload {
     pub metadata: BTreeMap<String, String>,
 }
 
-/// Which webhook was called.
+/// Which endpoint was called.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Hook {
-    /// `rollout`, `pre-rollout`, `confirm-*`: 200 lets the canary go on.
+pub enum Endpoint {
+    /// `/flagger/v1/check`: any hook type, named by `metadata.hook`.
     Check,
-    /// `rollback`: 200 makes Flagger roll back.
+    /// `/flagger/v1/rollback`: the `rollback` hook.
     Rollback,
 }
 
-impl Hook {
-    fn surface(self) -> &'static str {
+/// Flagger's hook types that ask a question (v1.44 `pkg/apis/flagger/v1beta1/canary.go`,
+/// `HookType`; `event` hooks only carry Flagger's events and are not served). Flagger does not
+/// send the type, so the Canary says it again in `metadata.hook`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HookType {
+    /// `rollout`: every interval of the analysis; a failure is a failed check.
+    Rollout,
+    /// `pre-rollout`: before traffic moves; a failure is a failed check.
+    PreRollout,
+    /// `post-rollout`: after promotion or rollback; a failure is only an event.
+    PostRollout,
+    /// `confirm-rollout`: before the analysis starts; a failure waits.
+    ConfirmRollout,
+    /// `confirm-traffic-increase`: before each weight step; a failure halts the step.
+    ConfirmTrafficIncrease,
+    /// `confirm-promotion`: before promotion; a failure waits in `WaitingPromotion`.
+    ConfirmPromotion,
+    /// `rollback`: a pass rolls back.
+    Rollback,
+}
+
+impl HookType {
+    /// Every type with its name in a Canary.
+    pub const ALL: [(HookType, &'static str); 7] = [
+        (HookType::Rollout, "rollout"),
+        (HookType::PreRollout, "pre-rollout"),
+        (HookType::PostRollout, "post-rollout"),
+        (HookType::ConfirmRollout, "confirm-rollout"),
+        (HookType::ConfirmTrafficIncrease, "confirm-traffic-increase"),
+        (HookType::ConfirmPromotion, "confirm-promotion"),
+        (HookType::Rollback, "rollback"),
+    ];
+
+    /// The type's name in a Canary (`rollout`, `confirm-promotion`, ...).
+    pub fn name(self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(t, _)| *t == self)
+            .map_or("rollout", |(_, n)| n)
+    }
+
+    /// Reads `metadata.hook`.
+    pub fn parse(value: &str) -> Result<HookType, Rejection> {
+        let value = value.trim();
+        if let Some((t, _)) = Self::ALL.iter().find(|(_, n)| *n == value) {
+            return Ok(*t);
+        }
+        let names: Vec<&str> = Self::ALL.iter().map(|(_, n)| *n).collect();
+        let hint = if value == "event" {
+            " (event hooks carry Flagger's events, not questions)"
+        } else {
+            ""
+        };
+        Err(Rejection::unprocessable(format!(
+            "metadata.{HOOK_KEY}: unknown hook type {value:?}{hint}; it names the webhook's type: {}",
+            names.join(", ")
+        )))
+    }
+
+    /// How Flagger reads this hook's status code (v1.44 `scheduler.go` `advanceCanary`,
+    /// `runAnalysis`; `scheduler_hooks.go`).
+    pub fn audience(self) -> Audience {
         match self {
-            Hook::Check => "flagger_check",
-            Hook::Rollback => "flagger_rollback",
+            HookType::Rollout | HookType::PreRollout => Audience::FlaggerCounted,
+            HookType::PostRollout => Audience::FlaggerCheck,
+            HookType::ConfirmRollout
+            | HookType::ConfirmTrafficIncrease
+            | HookType::ConfirmPromotion => Audience::FlaggerGate,
+            HookType::Rollback => Audience::FlaggerRollback,
         }
     }
 }
 
-/// The status of `/flagger/v1/check` for a verdict: Successful 200, Failed 412 (a 4xx keeps
-/// the reason in Flagger's events), Inconclusive and Running 409 (on confirm hooks this only
-/// pauses), Error 503 (Flagger retries it when the hook sets `retries`).
-pub fn check_status(phase: Phase) -> StatusCode {
-    match phase {
-        Phase::Successful => StatusCode::OK,
-        Phase::Failed => StatusCode::PRECONDITION_FAILED,
-        Phase::Inconclusive | Phase::Running => StatusCode::CONFLICT,
-        Phase::Error => StatusCode::SERVICE_UNAVAILABLE,
+/// Whom the answer is for: the endpoint and `metadata.hook` together. Without `hook`,
+/// `/flagger/v1/check` keeps the codes it had before hook types (200/412/409/503) and
+/// `/flagger/v1/rollback` is the rollback hook; the rollback endpoint takes no other type.
+pub fn audience(endpoint: Endpoint, hook: Option<HookType>) -> Result<Audience, Rejection> {
+    match (endpoint, hook) {
+        (Endpoint::Check, None) => Ok(Audience::FlaggerCheck),
+        (Endpoint::Rollback, None | Some(HookType::Rollback)) => Ok(Audience::FlaggerRollback),
+        (Endpoint::Rollback, Some(other)) => Err(Rejection::unprocessable(format!(
+            "metadata.{HOOK_KEY}: {:?} on /flagger/v1/rollback, which serves the rollback hook; point a {} hook at /flagger/v1/check",
+            other.name(),
+            other.name()
+        ))),
+        (Endpoint::Check, Some(t)) => Ok(t.audience()),
     }
 }
 
-/// The status of `/flagger/v1/rollback`: 200 "roll back now" for Failed, 409 "do not roll
-/// back" for Successful, Inconclusive and Running, 503 for Error. Flagger treats 503 as "do not
-/// roll back" as well (retrying it first when `retries` is set): a failure to judge never
-/// triggers a rollback on its own, and it stays distinct in logs and `/metrics`.
-pub fn rollback_status(phase: Phase) -> StatusCode {
-    match phase {
-        Phase::Failed => StatusCode::OK,
-        Phase::Successful | Phase::Inconclusive | Phase::Running => StatusCode::CONFLICT,
-        Phase::Error => StatusCode::SERVICE_UNAVAILABLE,
-    }
-}
+/// The metadata key that names the hook's type.
+pub const HOOK_KEY: &str = "hook";
 
 /// Reads Flagger's payload: `name` and `namespace` required, `phase` and `checksum` optional
 /// strings, `metadata` an optional object of strings. Other keys are ignored (Flagger may add
@@ -242,15 +309,15 @@ fn add_condition(
 
 /// `POST /flagger/v1/check`.
 pub async fn check(State(state): State<Arc<AppState>>, request: Request) -> Response {
-    hook(&state, request, Hook::Check).await
+    hook(&state, request, Endpoint::Check).await
 }
 
 /// `POST /flagger/v1/rollback`.
 pub async fn rollback(State(state): State<Arc<AppState>>, request: Request) -> Response {
-    hook(&state, request, Hook::Rollback).await
+    hook(&state, request, Endpoint::Rollback).await
 }
 
-async fn hook(state: &Arc<AppState>, request: Request, hook: Hook) -> Response {
+async fn hook(state: &Arc<AppState>, request: Request, endpoint: Endpoint) -> Response {
     let (parts, body) = request.into_parts();
     let headers = &parts.headers;
     let bytes = match http::read_body(
@@ -276,11 +343,22 @@ async fn hook(state: &Arc<AppState>, request: Request, hook: Hook) -> Response {
         }
     }
     let canary = format!("{}/{}", payload.namespace, payload.name);
-    let planned = match selection(&payload) {
-        Ok((selection, args)) => state.plan(selection, args).await,
+    let hook_type = payload
+        .metadata
+        .get(HOOK_KEY)
+        .map(|v| HookType::parse(v))
+        .transpose();
+    let planned = match hook_type.and_then(|t| Ok((t, audience(endpoint, t)?))) {
+        Ok((hook_type, audience)) => match selection(&payload) {
+            Ok((selection, args)) => state
+                .plan(selection, args)
+                .await
+                .map(|plan| (hook_type, audience, plan)),
+            Err(r) => Err(r),
+        },
         Err(r) => Err(r),
     };
-    let plan = match planned {
+    let (hook_type, audience, plan) = match planned {
         Ok(p) => p,
         Err(r) => {
             let mut response = http::refuse(headers, r);
@@ -296,17 +374,21 @@ async fn hook(state: &Arc<AppState>, request: Request, hook: Hook) -> Response {
         checksum: payload.checksum.clone(),
     };
     let outcome = analysis::measure(state, &plan, Some(&revision)).await;
-    state.metrics.observe_verdict(hook.surface(), outcome.phase);
-    let status = match hook {
-        Hook::Check => check_status(outcome.phase),
-        Hook::Rollback => rollback_status(outcome.phase),
+    let rollback = audience == Audience::FlaggerRollback;
+    let surface = if rollback {
+        "flagger_rollback"
+    } else {
+        "flagger_check"
     };
+    state.metrics.observe_verdict(surface, outcome.phase);
+    let status = audience.status(outcome.phase);
     let reason = outcome.reason();
     let mut response = if http::wants_json(headers) {
         let mut body = json!({
             "verdict": outcome.phase,
             "status": status.as_u16(),
             "reason": reason,
+            "hook": hook_type.map(HookType::name),
             "canary": {
                 "name": payload.name,
                 "namespace": payload.namespace,
@@ -316,17 +398,19 @@ async fn hook(state: &Arc<AppState>, request: Request, hook: Hook) -> Response {
             "template": plan.template,
             "measurements": outcome.measurements_json(),
         });
-        if hook == Hook::Rollback {
+        if rollback {
             body["rollback"] = Value::Bool(outcome.phase == Phase::Failed);
         }
         http::reply_json(status, &body)
     } else {
         http::reply_text(
             status,
-            &match hook {
-                Hook::Check => reason,
-                Hook::Rollback if outcome.phase == Phase::Failed => format!("roll back: {reason}"),
-                Hook::Rollback => format!("do not roll back: {reason}"),
+            &if !rollback {
+                reason
+            } else if outcome.phase == Phase::Failed {
+                format!("roll back: {reason}")
+            } else {
+                format!("do not roll back: {reason}")
             },
         )
     };
@@ -342,6 +426,7 @@ async fn hook(state: &Arc<AppState>, request: Request, hook: Hook) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use axum::http::StatusCode;
 
     fn payload(metadata: Value) -> Vec<u8> {
         json!({"name": "podinfo", "namespace": "test", "phase": "Progressing",
@@ -351,16 +436,37 @@ mod tests {
     }
 
     #[test]
-    fn status_codes_follow_the_mapping() {
-        use Phase::*;
-        let check: Vec<u16> = [Successful, Failed, Inconclusive, Error, Running]
-            .map(|p| check_status(p).as_u16())
-            .to_vec();
-        assert_eq!(check, vec![200, 412, 409, 503, 409]);
-        let rollback: Vec<u16> = [Successful, Failed, Inconclusive, Error, Running]
-            .map(|p| rollback_status(p).as_u16())
-            .to_vec();
-        assert_eq!(rollback, vec![409, 200, 409, 503, 409]);
+    fn hook_types_choose_how_flagger_reads_the_code() {
+        use Audience::*;
+        let on_check = |t: &str| audience(Endpoint::Check, Some(HookType::parse(t).unwrap()));
+        assert_eq!(audience(Endpoint::Check, None).unwrap(), FlaggerCheck);
+        assert_eq!(on_check("rollout").unwrap(), FlaggerCounted);
+        assert_eq!(on_check("pre-rollout").unwrap(), FlaggerCounted);
+        assert_eq!(on_check("post-rollout").unwrap(), FlaggerCheck);
+        for gate in [
+            "confirm-rollout",
+            "confirm-traffic-increase",
+            "confirm-promotion",
+        ] {
+            assert_eq!(on_check(gate).unwrap(), FlaggerGate, "{gate}");
+        }
+        assert_eq!(on_check("rollback").unwrap(), FlaggerRollback);
+        assert_eq!(audience(Endpoint::Rollback, None).unwrap(), FlaggerRollback);
+        let e = audience(Endpoint::Rollback, Some(HookType::Rollout)).unwrap_err();
+        assert_eq!(e.status, StatusCode::UNPROCESSABLE_ENTITY);
+        assert!(e.message.contains("/flagger/v1/check"), "{}", e.message);
+        for (t, name) in HookType::ALL {
+            assert_eq!(t.name(), name);
+        }
+        let e = HookType::parse("event").unwrap_err();
+        assert!(
+            e.message
+                .starts_with("metadata.hook: unknown hook type \"event\" (event hooks"),
+            "{}",
+            e.message
+        );
+        let e = HookType::parse("rolout").unwrap_err();
+        assert!(e.message.contains("confirm-promotion"), "{}", e.message);
     }
 
     #[test]

@@ -18,25 +18,16 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::HeaderMap;
 use axum::response::Response;
 use serde_json::{json, Value};
 
-use super::analysis::{self, Outcome, Selection, INLINE_METRIC_NAME};
+use super::analysis::{self, Audience, Outcome, Selection, INLINE_METRIC_NAME};
 use super::http::{self, AccessNote, Rejection};
 use super::AppState;
-use crate::measurement::Phase;
 
 /// The keys a request may carry.
 const KEYS: [&str; 5] = ["spec", "template", "metric", "args", "name"];
-
-/// The status of an answer: 503 for Error, 200 for every verdict.
-pub fn status_for(phase: Phase) -> StatusCode {
-    match phase {
-        Phase::Error => StatusCode::SERVICE_UNAVAILABLE,
-        _ => StatusCode::OK,
-    }
-}
 
 /// Reads a request into the selection it makes and its arguments.
 pub fn parse_request(bytes: &[u8]) -> Result<(Selection, Vec<(String, String)>), Rejection> {
@@ -184,7 +175,7 @@ pub async fn measure(
     };
     let outcome = analysis::measure(&state, &plan, None).await;
     state.metrics.observe_verdict("argo_web", outcome.phase);
-    let status = status_for(outcome.phase);
+    let status = Audience::ArgoWeb.status(outcome.phase);
     let mut response = if json {
         http::reply_json(status, &answer_json(&outcome))
     } else {
@@ -201,19 +192,6 @@ pub async fn measure(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn error_is_503_every_verdict_200() {
-        assert_eq!(status_for(Phase::Error), StatusCode::SERVICE_UNAVAILABLE);
-        for p in [
-            Phase::Successful,
-            Phase::Failed,
-            Phase::Inconclusive,
-            Phase::Running,
-        ] {
-            assert_eq!(status_for(p), StatusCode::OK);
-        }
-    }
 
     #[test]
     fn reads_inline_and_template_requests() {
