@@ -32,22 +32,102 @@ fn shipped_metric() -> Value {
     doc["spec"]["metrics"][0].clone()
 }
 
-/// What Argo's web provider makes of an answer: non-2xx is Error; otherwise `jsonPath` picks
-/// the value and the metric's conditions judge it.
-fn argo_phase(metric: &Value, status: u16, body: &str) -> Phase {
+/// An Argo measurement as the web provider records it.
+#[derive(Debug)]
+struct ArgoMeasurement {
+    phase: Phase,
+    /// `measurement.value`: the JSON text of the value `jsonPath` picked.
+    value: String,
+    /// `measurement.message`: only set for an Error.
+    message: String,
+}
+
+/// What Argo Rollouts v1.9.1's web provider makes of an answer
+/// (`metricproviders/webmetric/webmetric.go`, `Run` and `parseResponse`): a status outside
+/// 200-299 is an Error whose message is `received non 2xx response code: N` (the body is never
+/// read); a body that is not JSON is Successful with the body as value; otherwise `jsonPath`
+/// (`{$}` when empty, `NewWebMetricJsonParser`) picks the first result (`getValue`), its
+/// `json.Marshal` text is the value, and `utils/evaluate/evaluate.go` `EvaluateResult` judges it
+/// with the metric's conditions, here with rollgate's own Argo-compatible evaluator.
+fn argo_measurement(metric: &Value, status: u16, body: &str) -> ArgoMeasurement {
+    let error = |message: String| ArgoMeasurement {
+        phase: Phase::Error,
+        value: String::new(),
+        message,
+    };
     if !(200..300).contains(&status) {
-        return Phase::Error;
+        return error(format!("received non 2xx response code: {status}"));
     }
-    assert_eq!(metric["provider"]["web"]["jsonPath"], "{$.phase}");
-    let v: Value = serde_json::from_str(body).unwrap();
-    let result = CondValue::String(v["phase"].as_str().unwrap().to_string());
-    let cond = |k: &str| Condition::compile(metric[k].as_str().unwrap()).unwrap();
-    evaluate_result(
-        &result,
-        Some(&cond("successCondition")),
-        Some(&cond("failureCondition")),
-    )
-    .unwrap()
+    let Ok(data) = serde_json::from_str::<Value>(body) else {
+        return ArgoMeasurement {
+            phase: Phase::Successful,
+            value: body.to_string(),
+            message: String::new(),
+        };
+    };
+    let path = metric["provider"]["web"]["jsonPath"].as_str().unwrap_or("");
+    let picked = match k8s_jsonpath(if path.is_empty() { "{$}" } else { path }, &data) {
+        Ok(v) => v,
+        Err(e) => return error(format!("Could not find JSONPath in body: {e}")),
+    };
+    let cond = |k: &str| metric[k].as_str().map(|c| Condition::compile(c).unwrap());
+    let (success, failure) = (cond("successCondition"), cond("failureCondition"));
+    match evaluate_result(&go_value(&picked), success.as_ref(), failure.as_ref()) {
+        Ok(phase) => ArgoMeasurement {
+            phase,
+            value: go_json_marshal(&picked),
+            message: String::new(),
+        },
+        Err(e) => error(format!("{e:?}")),
+    }
+}
+
+/// The part of k8s.io/client-go's `util/jsonpath` (Argo v1.9.1 builds with client-go v0.34.1;
+/// `FindResults`, `evalField`) that the shipped templates use: `{$}` is the whole document,
+/// `{$.a.b}` (or `{.a.b}`) walks object keys, and a missing key is the error `a is not found`.
+fn k8s_jsonpath(template: &str, data: &Value) -> Result<Value, String> {
+    let inner = template
+        .strip_prefix('{')
+        .and_then(|t| t.strip_suffix('}'))
+        .unwrap_or_else(|| panic!("jsonPath {template}: outside what this test follows"));
+    let inner = inner.strip_prefix('$').unwrap_or(inner);
+    let mut current = data;
+    for name in inner.split('.').filter(|n| !n.is_empty()) {
+        assert!(
+            !name.contains(['[', ']', '*', '?', '@']),
+            "jsonPath {template}: outside what this test follows"
+        );
+        current = current
+            .get(name)
+            .ok_or_else(|| format!("{name} is not found"))?;
+    }
+    Ok(current.clone())
+}
+
+/// The value Argo's conditions see: Go's `json.Unmarshal` into `any` makes every number a
+/// float64.
+fn go_value(v: &Value) -> CondValue {
+    match v {
+        Value::Number(n) => CondValue::Float(n.as_f64().unwrap()),
+        Value::Array(a) => CondValue::Array(a.iter().map(go_value).collect()),
+        Value::Object(o) => {
+            CondValue::Map(o.iter().map(|(k, v)| (k.clone(), go_value(v))).collect())
+        }
+        other => CondValue::from(other),
+    }
+}
+
+/// Go's `json.Marshal` of the value, as far as these answers need: keys sorted (serde_json's
+/// map is sorted too) and `<`, `>`, `&` written as `\u003c`, `\u003e`, `\u0026`.
+fn go_json_marshal(v: &Value) -> String {
+    v.to_string()
+        .replace('<', "\\u003c")
+        .replace('>', "\\u003e")
+        .replace('&', "\\u0026")
+}
+
+fn argo_phase(metric: &Value, status: u16, body: &str) -> Phase {
+    argo_measurement(metric, status, body).phase
 }
 
 /// Sends the shipped metric's request as Argo would, with `args` substituted.
@@ -98,11 +178,22 @@ fn the_shipped_web_template_gets_rollgates_verdicts_through_argos_conditions() {
     let metric = shipped_metric();
     let client = client();
     runtime().block_on(async {
-        for (srv, service, rollgate_phase, argo) in [
-            (&server, "healthy", "Successful", Phase::Successful),
-            (&server, "bad", "Failed", Phase::Failed),
-            (&server, "lowtraffic", "Inconclusive", Phase::Inconclusive),
-            (&down, "healthy", "Error", Phase::Error),
+        // The template before the reason was kept: `{$.phase}` and conditions on `result`.
+        let mut by_phase = metric.clone();
+        by_phase["provider"]["web"]["jsonPath"] = json!("{$.phase}");
+        by_phase["successCondition"] = json!("result == \"Successful\"");
+        by_phase["failureCondition"] = json!("result == \"Failed\"");
+        for (srv, service, rollgate_phase, argo, reason) in [
+            (&server, "healthy", "Successful", Phase::Successful, "holds"),
+            (&server, "bad", "Failed", Phase::Failed, "does not hold"),
+            (
+                &server,
+                "lowtraffic",
+                "Inconclusive",
+                Phase::Inconclusive,
+                "300 needed; onInsufficient: inconclusive",
+            ),
+            (&down, "healthy", "Error", Phase::Error, ""),
         ] {
             let (status, body) = play(
                 &client,
@@ -111,11 +202,21 @@ fn the_shipped_web_template_gets_rollgates_verdicts_through_argos_conditions() {
                 &[("service", service), ("rollgate-token", "argo-token")],
             )
             .await;
-            assert_eq!(
-                argo_phase(&metric, status, &body),
-                argo,
-                "{service}: {status} {body}"
-            );
+            let measured = argo_measurement(&metric, status, &body);
+            assert_eq!(measured.phase, argo, "{service}: {status} {body}");
+            assert_eq!(argo_phase(&by_phase, status, &body), argo, "{service}");
+            if argo == Phase::Error {
+                // Argo never reads a non-2xx body: its measurement says only the status.
+                assert_eq!(status, 503);
+                assert_eq!(measured.message, "received non 2xx response code: 503");
+            } else {
+                // `{$}` keeps the whole answer, reason included, as the measurement's value.
+                let kept: Value = serde_json::from_str(&measured.value).unwrap();
+                assert_eq!(kept, serde_json::from_str::<Value>(&body).unwrap());
+                assert!(measured.value.contains(reason), "{}", measured.value);
+                let phase_only = argo_measurement(&by_phase, status, &body).value;
+                assert_eq!(phase_only, format!("\"{rollgate_phase}\""));
+            }
             let v: Value = serde_json::from_str(&body).unwrap();
             assert_eq!(v["phase"], rollgate_phase, "{body}");
             assert_eq!(v["metric"], "error-ratio");
