@@ -317,6 +317,23 @@ pub async fn rollback(State(state): State<Arc<AppState>>, request: Request) -> R
     hook(&state, request, Endpoint::Rollback).await
 }
 
+/// The hook's type (`metadata.hook`), whom the answer is for, and the analysis to run.
+async fn prepare(
+    state: &Arc<AppState>,
+    endpoint: Endpoint,
+    payload: &Payload,
+) -> Result<(Option<HookType>, Audience, analysis::Plan), Rejection> {
+    let hook_type = payload
+        .metadata
+        .get(HOOK_KEY)
+        .map(|v| HookType::parse(v))
+        .transpose()?;
+    let audience = audience(endpoint, hook_type)?;
+    let (selection, args) = selection(payload)?;
+    let plan = state.plan(selection, args).await?;
+    Ok((hook_type, audience, plan))
+}
+
 async fn hook(state: &Arc<AppState>, request: Request, endpoint: Endpoint) -> Response {
     let (parts, body) = request.into_parts();
     let headers = &parts.headers;
@@ -343,21 +360,7 @@ async fn hook(state: &Arc<AppState>, request: Request, endpoint: Endpoint) -> Re
         }
     }
     let canary = format!("{}/{}", payload.namespace, payload.name);
-    let hook_type = payload
-        .metadata
-        .get(HOOK_KEY)
-        .map(|v| HookType::parse(v))
-        .transpose();
-    let planned = match hook_type.and_then(|t| Ok((t, audience(endpoint, t)?))) {
-        Ok((hook_type, audience)) => match selection(&payload) {
-            Ok((selection, args)) => state
-                .plan(selection, args)
-                .await
-                .map(|plan| (hook_type, audience, plan)),
-            Err(r) => Err(r),
-        },
-        Err(r) => Err(r),
-    };
+    let planned = prepare(state, endpoint, &payload).await;
     let (hook_type, audience, plan) = match planned {
         Ok(p) => p,
         Err(r) => {
