@@ -170,6 +170,8 @@ struct Call {
     hook: String,
     /// The phase sent in the payload.
     phase: Phase,
+    /// The canary's weight when the call was made.
+    weight: u32,
     /// Status of each attempt (0: no answer).
     attempts: Vec<u16>,
     /// `Err` is the error Flagger gets back from `CallWebhook`.
@@ -577,6 +579,7 @@ impl Flagger {
             tick: self.tick,
             hook: hook.name.clone(),
             phase,
+            weight: self.status.canary_weight,
             attempts,
             result: result.clone(),
         });
@@ -819,6 +822,27 @@ spec:
     assert_eq!(run.status.phase, Phase::Succeeded, "{run:#?}");
     // 1 Progressing, 2 weight 50, 3 weight 100, 4 Promoting, 5 Finalising, 6 Succeeded.
     assert_eq!(run.ticks, 6);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_confirm_traffic_increase_gate_is_first_asked_at_weight_zero() {
+    // Why the canary's own evidence gates promotion, not traffic increase: the first
+    // confirm-traffic-increase call comes before any traffic reached the canary, and a hold
+    // there keeps the weight at 0 (only pre-rollout hooks run at 0; nothing is counted).
+    let (_dir, server) = server(false);
+    let gate = r#"      - name: traffic-gate
+        type: confirm-traffic-increase
+        url: http://rollgate.rollgate.svc.cluster.local:8080/flagger/v1/check
+        metadata: {hook: confirm-traffic-increase, template: error-rate, args.service: lowtraffic}
+"#;
+    let run = drive(&server, &canary("healthy", gate), 8).await;
+    assert_eq!(run.status.phase, Phase::Progressing, "{run:#?}");
+    assert_eq!(run.status.canary_weight, 0);
+    assert_eq!(run.status.failed_checks, 0);
+    let calls = run.calls_of("traffic-gate");
+    assert_eq!(calls.len(), 7);
+    assert!(calls.iter().all(|c| c.weight == 0 && c.attempts == [409]));
+    assert!(run.calls_of("error-rate").is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
