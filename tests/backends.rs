@@ -575,6 +575,12 @@ async fn compare(cases: &[Case], prom: (&str, i64), vm: (&str, i64)) -> Vec<Stri
             format!("{:?}", v.phase),
             c.known.map_or("", |k| k.doc)
         );
+        if c.value_differs {
+            eprintln!(
+                "    Prometheus: {}\n    VictoriaMetrics: {}",
+                p.message, v.message
+            );
+        }
         if p.phase != c.phase {
             failures.push(format!(
                 "{}: Prometheus gave {:?}, expected {:?}: {}",
