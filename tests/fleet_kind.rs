@@ -15,7 +15,8 @@ use rollgate::spec::Metric;
 use serde_json::{json, Value};
 use support::prom::{shared, PromServer};
 use support::scenarios::{
-    base_now, clean_fleet, standard_fleet, Dataset, FleetParams, NODE_AGENT_NEW, NODE_AGENT_OLD,
+    base_now, clean_fleet, seed_dataset, seed_fleet, standard_fleet, FleetParams, NODE_AGENT_NEW,
+    NODE_AGENT_OLD,
 };
 use support::stub::{closed_port, Mode, Stub, WARNING_MESSAGE};
 
@@ -369,49 +370,15 @@ async fn conditions_on_the_summary_override_the_built_in_verdict() {
         .ends_with("failureCondition `result.silent > 0` holds"));
 }
 
-/// The seed scenario: 400 clusters, 12 came back from being offline pinned to the old version,
-/// 2 stopped reporting. Written twice into one server: before convergence (up to `base`) and
-/// after (from `base + 10m`, stragglers updated, the silent clusters back).
 fn seed_params() -> FleetParams {
-    FleetParams {
-        namespace: "edge-system".into(),
-        init_container: None,
-        deployment: None,
-        statefulset: None,
-        stragglers: [7, 31, 64, 99, 123, 150, 188, 222, 256, 301, 333, 377]
-            .iter()
-            .map(|c| (*c, 1 + c % 3))
-            .collect(),
-        silent: vec![5, 250],
-        stalled_daemonset: None,
-        stalled_deployment: None,
-        stalled_statefulset: None,
-        unexpected: vec![],
-        init_old: None,
-        missing_version: None,
-        from: -3 * 3600,
-        to: 0,
-        step: 60,
-        ..standard_fleet()
-    }
+    seed_fleet()
 }
 
 const CONVERGED_AFTER: i64 = 2 * 3600;
 
 fn seed_server() -> PromServer {
     let base = base_now();
-    let before = seed_params();
-    let after = FleetParams {
-        stragglers: vec![],
-        silent: vec![],
-        from: 600 - CONVERGED_AFTER,
-        to: 3600,
-        ..before.clone()
-    };
-    let mut ds = Dataset::new();
-    before.write(&mut ds, base);
-    after.write(&mut ds, base + CONVERGED_AFTER);
-    PromServer::start(base, &ds.finish())
+    PromServer::start(base, &seed_dataset(base, CONVERGED_AFTER))
 }
 
 #[tokio::test]

@@ -339,6 +339,8 @@ struct Outcome {
     metadata: BTreeMap<String, String>,
     resume_at: Option<DateTime<Utc>>,
     warnings: Vec<String>,
+    /// Info-level server notes: kept in metadata, never in the verdict.
+    infos: Vec<String>,
 }
 
 impl Outcome {
@@ -358,10 +360,23 @@ impl Outcome {
 
     fn note_warnings(&mut self, response: &QueryResponse) {
         self.warnings.extend(response.warnings.iter().cloned());
+        self.note_infos(response);
+    }
+
+    /// Keeps a response's infos once each (every query of a run may carry the same note).
+    fn note_infos(&mut self, response: &QueryResponse) {
+        for info in &response.infos {
+            if !self.infos.contains(info) {
+                self.infos.push(info.clone());
+            }
+        }
     }
 
     fn into_measurement(mut self, started_at: DateTime<Utc>) -> Measurement {
         let phase = self.phase.unwrap_or(Phase::Error);
+        if !self.infos.is_empty() {
+            self.metadata.insert("infos".into(), self.infos.join("; "));
+        }
         if !self.warnings.is_empty() {
             self.metadata
                 .insert("warnings".into(), self.warnings.join("; "));

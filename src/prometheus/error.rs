@@ -79,6 +79,11 @@ pub enum PrometheusError {
     #[error("malformed response from {origin}: {detail}")]
     Malformed { origin: Origin, detail: String },
 
+    /// `isPartial: true` (VictoriaMetrics cluster): some storage nodes did not answer, so series
+    /// may be missing. Never a result, whatever the data says.
+    #[error("{origin} returned a partial response (isPartial: true): some storage nodes did not answer, so series may be missing and no verdict is given")]
+    Partial { origin: Origin },
+
     /// The body exceeded `max_response_bytes`; it was not read to the end.
     #[error("response from {origin} exceeds the limit of {limit} bytes")]
     TooLarge { origin: Origin, limit: u64 },
@@ -114,6 +119,7 @@ impl PrometheusError {
             PrometheusError::Http { .. } => "http",
             PrometheusError::Api { .. } => "api",
             PrometheusError::Malformed { .. } => "malformed",
+            PrometheusError::Partial { .. } => "partial",
             PrometheusError::TooLarge { .. } => "too_large",
             PrometheusError::UnsupportedResultType { .. } => "unsupported_result",
             PrometheusError::Config(_) => "config",

@@ -61,7 +61,8 @@ impl QueryRequest {
 
     /// The parameters as an `application/x-www-form-urlencoded` string (also usable as a URL
     /// query string). `partial_response=false` makes Thanos fail rather than silently answer
-    /// from a subset of its stores; other servers ignore it.
+    /// from a subset of its stores; `deny_partial_response=1` does the same for VictoriaMetrics
+    /// cluster (app/vmselect/searchutils: `GetDenyPartialResponse`). Servers ignore the other's.
     pub(crate) fn form(&self) -> String {
         let mut form = FormEncoder::default();
         match self {
@@ -84,6 +85,7 @@ impl QueryRequest {
             }
         }
         form.pair("partial_response", "false");
+        form.pair("deny_partial_response", "1");
         form.0
     }
 }
@@ -191,6 +193,7 @@ mod tests {
                 ("query".to_string(), q.to_string()),
                 ("time".to_string(), "1712345678.123".to_string()),
                 ("partial_response".to_string(), "false".to_string()),
+                ("deny_partial_response".to_string(), "1".to_string()),
             ]
         );
     }
@@ -198,7 +201,10 @@ mod tests {
     #[test]
     fn instant_without_time_sends_no_time() {
         let form = QueryRequest::instant("up", None).form();
-        assert_eq!(form, "query=up&partial_response=false");
+        assert_eq!(
+            form,
+            "query=up&partial_response=false&deny_partial_response=1"
+        );
     }
 
     #[test]
@@ -217,6 +223,7 @@ mod tests {
                 ("end".to_string(), "1700000600.500".to_string()),
                 ("step".to_string(), "1.5".to_string()),
                 ("partial_response".to_string(), "false".to_string()),
+                ("deny_partial_response".to_string(), "1".to_string()),
             ]
         );
         assert_eq!(req.api_path(), "/api/v1/query_range");

@@ -13,13 +13,18 @@ use serde::Deserialize;
 use super::error::{Origin, PrometheusError};
 use super::labels::{Labels, LabelsBuilder, LabelsVisitor};
 
-/// A successful query: the result and any warnings the server attached.
+/// A successful query: the result and any warnings or infos the server attached.
 #[derive(Debug, Clone, PartialEq)]
 pub struct QueryResponse {
     /// The result.
     pub data: QueryData,
-    /// Server warnings (e.g. Thanos partial-response notes), in the order received.
+    /// Server warnings (e.g. Thanos partial-response notes), in the order received. A warning
+    /// may mean that data is missing.
     pub warnings: Vec<String>,
+    /// Info-level notes (Prometheus 2.50+ annotations such as "PromQL info: metric might not be
+    /// a counter"), in the order received: `infos` (2.54+) and the `PromQL info:` entries that
+    /// 2.50–2.53 put into `warnings`. An info never means missing data.
+    pub infos: Vec<String>,
 }
 
 /// The result of a query, by Prometheus result type.
@@ -114,6 +119,13 @@ pub(crate) fn decode(
         Some(other) => return Err(malformed(format!("unknown status `{other}`"))),
         None => return Err(malformed("no `status` field".into())),
     }
+    // VictoriaMetrics cluster answers `success` with `isPartial: true` when some vmstorage nodes
+    // did not answer (app/vmselect/prometheus/query_response.qtpl): series may be missing.
+    if envelope.is_partial == Some(true) {
+        return Err(PrometheusError::Partial {
+            origin: origin.clone(),
+        });
+    }
     let data = envelope
         .data
         .ok_or_else(|| malformed("no `data` field".into()))?;
@@ -147,10 +159,24 @@ pub(crate) fn decode(
         }
         _ => return Err(unsupported()),
     };
+    let (infos, warnings) = split_infos(envelope.warnings);
+    let mut all_infos = envelope.infos;
+    all_infos.extend(infos);
     Ok(QueryResponse {
         data,
-        warnings: envelope.warnings,
+        warnings,
+        infos: all_infos,
     })
+}
+
+/// Prometheus 2.50–2.53 send info annotations in `warnings`; each starts with the text of
+/// `annotations.PromQLInfo` (util/annotations/annotations.go). Returns (infos, warnings).
+/// Anything else stays a warning, including "N more annotations omitted", which may hide warnings.
+fn split_infos(warnings: Vec<String>) -> (Vec<String>, Vec<String>) {
+    const INFO_PREFIX: &str = "PromQL info:";
+    warnings
+        .into_iter()
+        .partition(|w| w.starts_with(INFO_PREFIX))
 }
 
 fn api_error(
@@ -215,6 +241,8 @@ struct Envelope {
     error_type: Option<String>,
     error: Option<String>,
     warnings: Vec<String>,
+    infos: Vec<String>,
+    is_partial: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -230,6 +258,10 @@ enum EnvelopeField {
     Error,
     #[serde(rename = "warnings")]
     Warnings,
+    #[serde(rename = "infos")]
+    Infos,
+    #[serde(rename = "isPartial")]
+    IsPartial,
     #[serde(other)]
     Other,
 }
@@ -252,6 +284,8 @@ impl<'de> Visitor<'de> for EnvelopeVisitor<'_> {
             error_type: None,
             error: None,
             warnings: Vec::new(),
+            infos: Vec::new(),
+            is_partial: None,
         };
         while let Some(key) = map.next_key::<EnvelopeField>()? {
             match key {
@@ -266,7 +300,11 @@ impl<'de> Visitor<'de> for EnvelopeVisitor<'_> {
                 EnvelopeField::Warnings => {
                     env.warnings = map.next_value::<Option<Vec<String>>>()?.unwrap_or_default()
                 }
-                // `infos` (Prometheus 3) and anything newer.
+                EnvelopeField::Infos => {
+                    env.infos = map.next_value::<Option<Vec<String>>>()?.unwrap_or_default()
+                }
+                EnvelopeField::IsPartial => env.is_partial = map.next_value()?,
+                // `stats`, `trace` (VictoriaMetrics) and anything newer.
                 EnvelopeField::Other => {
                     map.next_value::<IgnoredAny>()?;
                 }

@@ -66,6 +66,7 @@ async fn instant_query_request_shape() {
     assert_eq!(req.field("query").as_deref(), Some(q));
     assert_eq!(req.field("time").as_deref(), Some("1712345678.250"));
     assert_eq!(req.field("partial_response").as_deref(), Some("false"));
+    assert_eq!(req.field("deny_partial_response").as_deref(), Some("1"));
 }
 
 #[tokio::test]
@@ -105,6 +106,7 @@ async fn range_query_returns_matrix() {
     assert_eq!(sent.field("end").as_deref(), Some("1700000060"));
     assert_eq!(sent.field("step").as_deref(), Some("60"));
     assert_eq!(sent.field("partial_response").as_deref(), Some("false"));
+    assert_eq!(sent.field("deny_partial_response").as_deref(), Some("1"));
 }
 
 #[tokio::test]
@@ -541,6 +543,7 @@ async fn method_not_allowed_falls_back_to_get() {
     assert_eq!(get.path(), "/api/v1/query");
     assert_eq!(get.field("query").as_deref(), Some("a + b"));
     assert_eq!(get.field("partial_response").as_deref(), Some("false"));
+    assert_eq!(get.field("deny_partial_response").as_deref(), Some("1"));
 }
 
 #[tokio::test]

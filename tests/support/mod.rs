@@ -1,6 +1,7 @@
 //! Test support shared by the integration tests: a real Prometheus loaded with generated data
-//! (`prom`, `scenarios`), a fault-injecting fake Prometheus (`stub`) and the Go host that plays
-//! the Argo Rollouts controller (`gohost`).
+//! (`prom`, `scenarios`), a real VictoriaMetrics with the same data imported (`vm`), a
+//! fault-injecting fake Prometheus (`stub`) and the Go host that plays the Argo Rollouts
+//! controller (`gohost`).
 //!
 //! Each test binary includes it with `mod support;` and uses what it needs.
 #![allow(dead_code)]
@@ -9,3 +10,4 @@ pub mod gohost;
 pub mod prom;
 pub mod scenarios;
 pub mod stub;
+pub mod vm;

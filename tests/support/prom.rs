@@ -25,8 +25,8 @@ const READY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Watchdog: runs the command given after the log and directory paths in the background, prints
 /// its pid, waits for stdin to close, then kills it, reaps it and removes the directory (unless it
-/// read `keep`).
-const WATCHDOG: &str = r#"log=$1; dir=$2; shift 2
+/// read `keep`). Shared with the VictoriaMetrics harness (`vm.rs`).
+pub const WATCHDOG: &str = r#"log=$1; dir=$2; shift 2
 "$@" </dev/null >"$log" 2>&1 &
 p=$!
 echo "$p"
@@ -80,7 +80,7 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
 }
 
-fn binary(var: &str, default: &str) -> String {
+pub fn binary(var: &str, default: &str) -> String {
     std::env::var(var).unwrap_or_else(|_| default.to_string())
 }
 
@@ -92,14 +92,14 @@ pub fn now() -> f64 {
         .as_secs_f64()
 }
 
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .expect("no free loopback port")
 }
 
-fn alive(pid: u32) -> bool {
+pub fn alive(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         // The state follows the parenthesised command name.
         Ok(stat) => !matches!(
@@ -112,7 +112,7 @@ fn alive(pid: u32) -> bool {
     }
 }
 
-fn tail(path: &Path) -> String {
+pub fn tail(path: &Path) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let start = text.len().saturating_sub(4000);
     let start = (start..text.len())
@@ -185,22 +185,7 @@ impl PromServer {
     }
 
     fn wait_ready(&self, log: &Path) -> Result<(), String> {
-        let deadline = Instant::now() + READY_TIMEOUT;
-        loop {
-            if let Ok((200, _)) = http_get(self.addr, "/-/ready", Duration::from_secs(2)) {
-                return Ok(());
-            }
-            if !alive(self.pid) {
-                return Err(format!("prometheus exited; its log:\n{}", tail(log)));
-            }
-            if Instant::now() > deadline {
-                return Err(format!(
-                    "not ready after {READY_TIMEOUT:?}; its log:\n{}",
-                    tail(log)
-                ));
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        wait_ready(self.addr, "/-/ready", self.pid, log, READY_TIMEOUT)
     }
 
     /// Kills Prometheus through the watchdog and waits for it; with `keep_data` the watchdog
@@ -316,18 +301,66 @@ fn spawn(
     data: &Path,
     port: u16,
 ) -> (Child, ChildStdin, u32) {
+    let args = [
+        format!("--config.file={}", config.display()),
+        format!("--storage.tsdb.path={}", data.display()),
+        format!("--web.listen-address=127.0.0.1:{port}"),
+        // Retention is measured back from the newest block; keep everything.
+        "--storage.tsdb.retention.time=3650d".to_string(),
+    ];
+    spawn_watched(
+        "rollgate-prom-watchdog",
+        dir,
+        log,
+        &binary("PROMETHEUS", "prometheus"),
+        &args,
+    )
+}
+
+/// Polls `GET path` on `addr` until it answers 200 (Ok), the process `pid` exits or `timeout`
+/// passes (Err with the tail of `log`).
+pub fn wait_ready(
+    addr: SocketAddr,
+    path: &str,
+    pid: u32,
+    log: &Path,
+    timeout: Duration,
+) -> Result<(), String> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Ok((200, _)) = http_get(addr, path, Duration::from_secs(2)) {
+            return Ok(());
+        }
+        if !alive(pid) {
+            return Err(format!("the server exited; its log:\n{}", tail(log)));
+        }
+        if Instant::now() > deadline {
+            return Err(format!(
+                "no answer on {path} after {timeout:?}; its log:\n{}",
+                tail(log)
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Starts `program args` under `WATCHDOG` (an `sh` named `tag`), output to `log`, `dir` removed
+/// when the watchdog's stdin closes: (the watchdog, its stdin, the program's pid).
+pub fn spawn_watched(
+    tag: &str,
+    dir: &Path,
+    log: &Path,
+    program: &str,
+    args: &[String],
+) -> (Child, ChildStdin, u32) {
     let mut child = Command::new("sh")
         .arg("-c")
         .arg(WATCHDOG)
-        .arg("rollgate-prom-watchdog")
+        .arg(tag)
         .arg(log)
         .arg(dir)
-        .arg(binary("PROMETHEUS", "prometheus"))
-        .arg(format!("--config.file={}", config.display()))
-        .arg(format!("--storage.tsdb.path={}", data.display()))
-        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-        // Retention is measured back from the newest block; keep everything.
-        .arg("--storage.tsdb.retention.time=3650d")
+        .arg(program)
+        .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -389,6 +422,11 @@ pub fn http_get(
         s,
         "GET {path_and_query} HTTP/1.0\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
     )?;
+    read_answer(&mut s)
+}
+
+/// Reads an HTTP/1.0 answer to its end (EOF): (status, body).
+pub fn read_answer(s: &mut TcpStream) -> std::io::Result<(u16, Vec<u8>)> {
     let mut raw = Vec::new();
     s.read_to_end(&mut raw)?;
     let split = raw
@@ -409,22 +447,38 @@ static SHARED: OnceLock<Result<PromServer, String>> = OnceLock::new();
 /// The test binary's one Prometheus with `scenarios::standard_dataset` loaded (started on first
 /// use, stopped when the process exits).
 pub fn shared() -> &'static PromServer {
-    let server = SHARED.get_or_init(|| {
-        std::panic::catch_unwind(|| {
+    start_once(&SHARED, "Prometheus", |base, text| {
+        let server = PromServer::start(base, text);
+        let t = server.timings;
+        let what = format!(
+            "at {}: backfill {:?}, ready {:?}",
+            server.url, t.backfill, t.ready
+        );
+        (server, what)
+    })
+}
+
+/// Starts a shared server once per test binary on `scenarios::standard_dataset` generated now;
+/// `start(base, text)` returns the server and what to log about it. A failed start fails every
+/// later caller with the same message.
+pub fn start_once<T>(
+    cell: &'static OnceLock<Result<T, String>>,
+    name: &str,
+    start: impl FnOnce(i64, &str) -> (T, String),
+) -> &'static T {
+    let server = cell.get_or_init(|| {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let t = Instant::now();
             let base = scenarios::base_now();
             let text = scenarios::standard_dataset(base);
             let generated = t.elapsed();
-            let server = PromServer::start(base, &text);
+            let (server, what) = start(base, &text);
             eprintln!(
-                "shared Prometheus at {}: {} kB generated in {generated:?}, backfill {:?}, ready {:?}",
-                server.url,
-                text.len() / 1000,
-                server.timings.backfill,
-                server.timings.ready
+                "shared {name} {what}; {} kB generated in {generated:?}",
+                text.len() / 1000
             );
             server
-        })
+        }))
         .map_err(|e| {
             e.downcast_ref::<String>()
                 .cloned()
@@ -434,6 +488,6 @@ pub fn shared() -> &'static PromServer {
     });
     match server {
         Ok(s) => s,
-        Err(e) => panic!("the shared Prometheus did not start: {e}"),
+        Err(e) => panic!("the shared {name} did not start: {e}"),
     }
 }

@@ -1000,6 +1000,50 @@ pub fn clean_fleet() -> FleetParams {
     }
 }
 
+/// The seed scenario: 400 clusters in namespace `edge-system`, 12 came back from being offline
+/// pinned to the old version, 2 stopped reporting; sampled every minute up to `base`.
+pub fn seed_fleet() -> FleetParams {
+    FleetParams {
+        namespace: "edge-system".into(),
+        init_container: None,
+        deployment: None,
+        statefulset: None,
+        stragglers: [7, 31, 64, 99, 123, 150, 188, 222, 256, 301, 333, 377]
+            .iter()
+            .map(|c| (*c, 1 + c % 3))
+            .collect(),
+        silent: vec![5, 250],
+        stalled_daemonset: None,
+        stalled_deployment: None,
+        stalled_statefulset: None,
+        unexpected: vec![],
+        init_old: None,
+        missing_version: None,
+        from: -3 * 3600,
+        to: 0,
+        step: 60,
+        ..standard_fleet()
+    }
+}
+
+/// `seed_fleet()` written twice into one data set: before convergence (up to `base`) and after
+/// (from `base + 10m`, stragglers updated, the silent clusters back, up to
+/// `base + converged_after + 1h`); query the second at `base + converged_after`.
+pub fn seed_dataset(base: i64, converged_after: i64) -> String {
+    let before = seed_fleet();
+    let after = FleetParams {
+        stragglers: vec![],
+        silent: vec![],
+        from: 600 - converged_after,
+        to: 3600,
+        ..before.clone()
+    };
+    let mut ds = Dataset::new();
+    before.write(&mut ds, base);
+    after.write(&mut ds, base + converged_after);
+    ds.finish()
+}
+
 /// A large fleet for benchmarks: `clusters` clusters `edge-00000`.. of `pods` node-agent pods
 /// (10,000 x 30 = 300k pod series), a straggler every 97th cluster (index 13 mod 97, with
 /// `1 + index % pods` old pods), a silent cluster every 1009th (index 500 mod 1009), one stalled
@@ -1361,4 +1405,29 @@ pub fn standard_dataset(base: i64) -> String {
     standard_fleet().write(&mut ds, base);
     clean_fleet().write(&mut ds, base);
     ds.finish()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Other backends
+// ---------------------------------------------------------------------------------------------
+
+/// The same samples as `openmetrics` (the output of `Dataset::finish`) in the Prometheus text
+/// format that VictoriaMetrics' `/api/v1/import/prometheus` takes: comments (`# TYPE`, `# EOF`)
+/// dropped and timestamps in integer milliseconds instead of seconds.
+pub fn to_prometheus_import(openmetrics: &str) -> String {
+    let mut out = String::with_capacity(openmetrics.len() + openmetrics.len() / 8);
+    for line in openmetrics.lines() {
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        // `push_sample` ends every line with " <seconds>"; label values may hold spaces.
+        let (sample, ts) = line
+            .rsplit_once(' ')
+            .unwrap_or_else(|| panic!("no timestamp on line {line:?}"));
+        let secs: i64 = ts
+            .parse()
+            .unwrap_or_else(|_| panic!("timestamp {ts:?} is not whole seconds"));
+        let _ = writeln!(out, "{sample} {}", secs * 1000);
+    }
+    out
 }

@@ -215,6 +215,8 @@ impl Engine {
 
 /// Notes a response's warnings once each: every query of a partial store says the same.
 fn note_warnings(out: &mut Outcome, response: &QueryResponse) {
+    // Infos (Prometheus 2.50+) never mean missing data: metadata only, no Error.
+    out.note_infos(response);
     for w in &response.warnings {
         if !out.warnings.contains(w) {
             out.warnings.push(w.clone());

@@ -41,6 +41,69 @@ fn vector_with_labels_warnings_and_infos() {
     assert!(v[1].labels.is_empty());
     assert_eq!(v[1].sample.timestamp, 1712345678.0);
     assert_eq!(r.warnings, vec!["partial: store down", "second"]);
+    assert_eq!(r.infos, vec!["ignored"]);
+}
+
+/// The info annotation of Prometheus v2.50–v2.54 `util/annotations/annotations.go`
+/// (`NewPossibleNonCounterInfo`, position appended by `annoErr.Error`).
+const NON_COUNTER_INFO: &str = r#"PromQL info: metric might not be a counter, name does not end in _total/_sum/_count/_bucket: \"errors\" (1:6)"#;
+
+#[test]
+fn prometheus_2_54_infos_are_not_warnings() {
+    // web/api/v1/api.go v2.54.0: `Infos []string json:"infos,omitempty"` next to `warnings`.
+    let r = ok(&format!(
+        r#"{{"status":"success","data":{{"resultType":"vector","result":[{{"metric":{{}},"value":[1,"0.5"]}}]}},"infos":["{NON_COUNTER_INFO}"]}}"#
+    ));
+    assert!(r.warnings.is_empty(), "{r:?}");
+    assert_eq!(r.infos.len(), 1);
+    assert!(r.infos[0].starts_with("PromQL info: metric might not be a counter"));
+    assert!(r.infos[0].ends_with("\"errors\" (1:6)"), "{:?}", r.infos);
+}
+
+#[test]
+fn prometheus_2_50_to_2_53_infos_in_warnings_are_moved_to_infos() {
+    // v2.50.0–v2.53.x `AsStrings(query, 10)` returns warnings and infos in one list, in
+    // `warnings`; a real warning stays a warning, so does the "omitted" note (it may hide one).
+    let warning = "PromQL warning: quantile value should be between 0 and 1, got 2 (1:20)";
+    let r = ok(&format!(
+        r#"{{"status":"success","data":{{"resultType":"scalar","result":[1,"1"]}},"warnings":["{NON_COUNTER_INFO}","{warning}","3 more annotations omitted"]}}"#
+    ));
+    assert_eq!(r.warnings, vec![warning, "3 more annotations omitted"]);
+    assert_eq!(r.infos.len(), 1);
+    assert!(r.infos[0].starts_with("PromQL info: "), "{:?}", r.infos);
+    // Infos only: no warning left.
+    let r = ok(&format!(
+        r#"{{"status":"success","warnings":["{NON_COUNTER_INFO}"],"infos":null,"data":{{"resultType":"vector","result":[]}}}}"#
+    ));
+    assert!(r.warnings.is_empty(), "{r:?}");
+    assert_eq!(r.infos.len(), 1);
+}
+
+#[test]
+fn victoria_metrics_partial_answers_are_errors() {
+    // app/vmselect/prometheus/query_response.qtpl and query_range_response.qtpl, v1.79.5-cluster:
+    // `"status":"success","isPartial":true` before `data`, no warnings.
+    for body in [
+        r#"{"status":"success","isPartial":true,"data":{"resultType":"vector","result":[{"metric":{"cluster":"edge-001"},"value":[1700000000,"1"]}]}}"#,
+        r#"{"status":"success","isPartial":true,"data":{"resultType":"matrix","result":[]}}"#,
+        r#"{"status":"success","data":{"resultType":"vector","result":[]},"isPartial":true}"#,
+    ] {
+        let e = err(body);
+        assert!(matches!(e, PrometheusError::Partial { .. }), "{e:?}");
+        assert_eq!(e.kind_label(), "partial");
+        assert!(!e.is_retryable());
+        assert!(e.to_string().contains("isPartial: true"), "{e}");
+    }
+    // `isPartial: false` (every vmstorage answered) and newer versions' `stats` are a result.
+    let r = ok(
+        r#"{"status":"success","isPartial":false,"data":{"resultType":"vector","result":[{"metric":{},"value":[1700000000,"2"]}]},"stats":{"seriesFetched":"1","executionTimeMsec":3}}"#,
+    );
+    assert_eq!(vector(&r)[0].sample.value, 2.0);
+    // Anything but a boolean is not a VictoriaMetrics answer.
+    assert!(matches!(
+        err(r#"{"status":"success","isPartial":"yes","data":{"resultType":"vector","result":[]}}"#),
+        PrometheusError::Malformed { .. }
+    ));
 }
 
 #[test]
