@@ -223,3 +223,57 @@ fn the_release_binary_is_static() {
     );
     assert_eq!(&bytes[..4], b"\x7fELF");
 }
+
+/// Writes the spanning `Plugin.Run` layout of issue 18 (a `[]interface{}` whose elements each
+/// end a gob message; built by `rollgate::goplugin::gob::testkit`) of `size` bytes to a file
+/// for `gohost spanning`.
+fn spanning_frames(dir: &Path, size: usize) -> std::path::PathBuf {
+    let msgs = rollgate::goplugin::gob::testkit::plugin_run_request(1 << 40, size, true);
+    let path = dir.join(format!("spanning-{size}.bin"));
+    std::fs::write(&path, rollgate::goplugin::gob::testkit::frame(&msgs)).unwrap();
+    path
+}
+
+#[test]
+fn a_run_spanning_fifty_thousand_messages_is_decoded_promptly() {
+    // Quadratic decoding took about 2 minutes for 1 MiB in this layout.
+    let dir = tempfile::tempdir().unwrap();
+    let frames = spanning_frames(dir.path(), 1 << 20);
+    let frames = frames.to_str().unwrap();
+    let run = check("spanning", &["-frames", frames, "-limit", "60s"]);
+    let v = run.value();
+    assert_eq!(v["writeError"], Value::Null, "{v}");
+    assert_eq!(v["typeError"], Value::Null, "{v}");
+    assert_eq!(v["exited"], false, "{v}");
+    assert_eq!(v["extraStdout"], 0, "{v}");
+    let ms = v["typeMs"].as_f64().unwrap();
+    assert!(
+        ms < 5_000.0,
+        "1 MiB spanning Run took {ms} ms to decode: {v}"
+    );
+}
+
+#[test]
+fn sigterm_ends_the_plugin_while_a_60_mb_spanning_value_is_being_decoded() {
+    // Issue 18: SIGTERM did not end the process while it decoded (SIGKILL did).
+    let dir = tempfile::tempdir().unwrap();
+    let frames = spanning_frames(dir.path(), 60 << 20);
+    let frames = frames.to_str().unwrap();
+    let run = check(
+        "spanning",
+        &[
+            "-frames",
+            frames,
+            "-sigterm-after",
+            "300ms",
+            "-limit",
+            "20s",
+        ],
+    );
+    let v = run.value();
+    assert_eq!(v["signalled"], true, "{v}");
+    assert_eq!(v["exited"], true, "{v}");
+    let ms = v["exitMs"].as_f64().unwrap();
+    assert!(ms < 1_000.0, "exit took {ms} ms after SIGTERM: {v}");
+    assert_eq!(v["exitCode"], 0, "{v}");
+}

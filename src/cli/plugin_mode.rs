@@ -1,6 +1,7 @@
 //! Plugin mode: the binary as the Argo Rollouts controller starts it (magic cookie set).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 
@@ -9,6 +10,9 @@ use crate::goplugin::{check_cookie, serve, ServeOptions};
 use crate::plugin::RollgatePlugin;
 use crate::prometheus::{Backend, Client};
 use crate::spec::check_address;
+
+/// How long the exit waits for the runtime's threads once serving has ended.
+const SHUTDOWN_WAIT: Duration = Duration::from_millis(200);
 
 /// Arguments the controller passes from the `args` of the plugin's ConfigMap entry.
 #[derive(Debug, Parser)]
@@ -92,6 +96,9 @@ pub fn run() -> u8 {
             ))
             .map_err(|e| e.to_string()),
     };
+    // Calls still in flight are dropped; a worker busy in synchronous work (a large decode)
+    // must not hold the exit, so the runtime is not waited for beyond this.
+    runtime.shutdown_timeout(SHUTDOWN_WAIT);
     match served {
         Ok(()) => 0,
         Err(e) => {
