@@ -4,11 +4,13 @@
 //! - `spanning`: a `[]interface{}` whose elements each end a message (issue 18's layout: one
 //!   message per ~22 bytes, so 190,000 messages at 4 MiB).
 //!
-//!
 //! Each size is decoded `BENCH_ROUNDS` times (default 7) by a fresh stream decoder, through
 //! `Decoder::feed` exactly as the net/rpc server feeds it, and the median is printed with the
-//! ratio to the size before it. Linear decoding doubles per doubling (ratio ~2); the quadratic
-//! decoder this replaced quadrupled (~30 s at 256 KiB spanning).
+//! ratio to the size before it, then the growth exponent between the smallest and largest size
+//! (time ~ size^k). Linear decoding doubles per doubling (ratio ~2, k ~1); the quadratic
+//! decoder this replaced quadrupled (k ~2, ~30 s at 256 KiB spanning). One step breaks the
+//! pattern where the input outgrows the CPU cache (1-2 MiB here: ~1 ms/MiB in cache, ~3 ms/MiB
+//! from memory for one message); `BENCH_MAX_MIB=32` shows the ratio back at ~2 beyond it.
 //!
 //! Run: `cargo bench --bench gob_decode` (env `BENCH_ROUNDS`, `BENCH_MAX_MIB` up to 48).
 
