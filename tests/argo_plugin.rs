@@ -277,3 +277,47 @@ fn sigterm_ends_the_plugin_while_a_60_mb_spanning_value_is_being_decoded() {
     assert!(ms < 1_000.0, "exit took {ms} ms after SIGTERM: {v}");
     assert_eq!(v["exitCode"], 0, "{v}");
 }
+
+#[test]
+fn settings_by_environment_alone_as_argo_rollouts_1_5_and_1_6_start_the_plugin() {
+    // Argo Rollouts v1.5/v1.6 run `exec.Command(pluginPath)` (metricproviders/plugin/client,
+    // no args) and go-plugin passes the controller's environment on: the address comes from
+    // ROLLGATE_PROMETHEUS_ADDRESS, the spec names none.
+    let metric = json!({"name": "healthy", "successCondition": "result[0] < 0.01",
+        "spec": {"query": HEALTHY.ratio_query("5m"), "noData": "inconclusive"}});
+    let list = json!({"calls": [{"method": "Run", "metric": metric}]});
+    let env = format!("ROLLGATE_PROMETHEUS_ADDRESS={}", shared().url);
+    let stderr = tempfile::NamedTempFile::new().unwrap();
+    let stderr_path = stderr.path().to_str().unwrap();
+    let run = build().calls(
+        plugin(),
+        &list,
+        &[
+            "-env",
+            &env,
+            "-env",
+            "ROLLGATE_LOG=debug",
+            "-plugin-stderr",
+            stderr_path,
+        ],
+    );
+    assert!(run.ok(), "{}\n{}", run.stdout, run.stderr);
+    let m = &run.json[0]["measurement"];
+    assert_eq!(m["phase"], "Successful", "{}", run.json[0]);
+    // ROLLGATE_LOG=debug reached the plugin: its debug lines are on its stderr.
+    let log = std::fs::read_to_string(stderr.path()).unwrap();
+    assert!(log.contains("\"@level\":\"debug\""), "{log}");
+    // Without the variable the same metric has no address: an Error that says how to set one.
+    let run = build().calls(plugin(), &list, &[]);
+    assert!(run.ok(), "{}\n{}", run.stdout, run.stderr);
+    let m = &run.json[0]["measurement"];
+    assert_eq!(m["phase"], "Error", "{}", run.json[0]);
+    assert!(
+        m["message"]
+            .as_str()
+            .unwrap()
+            .contains("ROLLGATE_PROMETHEUS_ADDRESS"),
+        "{}",
+        run.json[0]
+    );
+}
