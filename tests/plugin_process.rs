@@ -355,3 +355,36 @@ fn every_argument_can_be_set_by_environment_alone() {
         "{err}"
     );
 }
+
+/// Starts the plugin with its socket under `dir`; returns it and the announced socket path.
+fn start_serving(dir: &std::path::Path) -> (Child, PathBuf) {
+    let mut child = plugin()
+        .env("ARGO_ROLLOUTS_RPC_PLUGIN", "metricprovider")
+        .env("PLUGIN_PROTOCOL_VERSIONS", "1")
+        .env("PLUGIN_UNIX_SOCKET_DIR", dir)
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let socket = PathBuf::from(line.trim_end().split('|').nth(3).unwrap_or_default());
+    assert!(socket.starts_with(dir), "{line:?}");
+    (child, socket)
+}
+
+#[test]
+fn the_socket_directory_of_a_killed_plugin_is_removed_by_the_next_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut first, first_socket) = start_serving(dir.path());
+    signal(&first, "-KILL");
+    wait_bounded(&mut first, Duration::from_secs(5));
+    let leftover = first_socket.parent().unwrap().to_path_buf();
+    assert!(first_socket.exists(), "SIGKILL leaves the socket behind");
+    let (mut second, second_socket) = start_serving(dir.path());
+    assert!(!leftover.exists(), "{} is still there", leftover.display());
+    assert!(second_socket.exists());
+    signal(&second, "-TERM");
+    assert!(wait_bounded(&mut second, Duration::from_secs(5)).success());
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
