@@ -233,12 +233,14 @@ fn start_failing(args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String, V
     (status.code(), out, lines)
 }
 
+/// A start-up failure: what, the arguments, the environment, words the message must contain.
+type FailureCase<'a> = (&'a str, Vec<&'a str>, Vec<(&'a str, &'a str)>, Vec<&'a str>);
+
 #[test]
 fn every_startup_failure_is_one_hclog_error_line() {
     let not_a_dir = tempfile::NamedTempFile::new().unwrap();
     let not_a_dir = not_a_dir.path().to_str().unwrap().to_string();
-    // (what, args, env, words the message must contain)
-    let cases: Vec<(&str, Vec<&str>, Vec<(&str, &str)>, Vec<&str>)> = vec![
+    let cases: Vec<FailureCase> = vec![
         (
             "unknown argument",
             vec!["--prometheus-url", "x"],
