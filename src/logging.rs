@@ -13,16 +13,76 @@ use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
 use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::EnvFilter;
 
+/// The levels plugin mode accepts, most severe first.
+pub const LOG_LEVELS: [&str; 5] = ["error", "warn", "info", "debug", "trace"];
+
+/// A plugin log level that is not one of [`LOG_LEVELS`] nor a list of `target=level`
+/// directives with such levels.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "invalid log level {value:?} (from {given_by}): expected one of error, warn, info, debug, \
+     trace, or comma-separated directives such as \"info,rollgate=debug\""
+)]
+pub struct LogLevelError {
+    /// The value given.
+    pub value: String,
+    /// Where it came from (`--log-level` or `ROLLGATE_LOG`).
+    pub given_by: String,
+}
+
+/// Checks a plugin log level: a level of [`LOG_LEVELS`] or comma-separated `level` /
+/// `target=level` directives. Anything else is refused rather than silently read as a target
+/// name (EnvFilter takes `verbose` for "everything under the target verbose").
+pub fn plugin_log_filter(value: &str, source: &str) -> Result<EnvFilter, LogLevelError> {
+    let err = || LogLevelError {
+        value: value.to_string(),
+        given_by: source.to_string(),
+    };
+    let valid = !value.trim().is_empty()
+        && value.split(',').all(|directive| {
+            let level = match directive.trim().rsplit_once('=') {
+                Some((target, level)) if !target.trim().is_empty() => level,
+                Some(_) => "",
+                None => directive,
+            };
+            LOG_LEVELS.contains(&level.trim().to_ascii_lowercase().as_str())
+        });
+    if !valid {
+        return Err(err());
+    }
+    EnvFilter::try_new(value.to_ascii_lowercase()).map_err(|_| err())
+}
+
+/// Installs hclog JSON logging (see [`init_hclog_logging`]) with `level`, a level or
+/// EnvFilter directives; an invalid one falls back to `info` (`serve --log-format json`; plugin
+/// mode checks its level with [`plugin_log_filter`] first).
+pub fn init_plugin_logging(level: &str) {
+    init_hclog_logging(filter(level));
+}
+
 /// Installs JSON logging for plugin mode: one hclog line per event on stderr, with `@level`,
 /// `@message`, `@timestamp` (`2006-01-02T15:04:05.000000Z07:00`), `@module` and the event's
-/// fields. `level` is a level (`info`, `debug`) or EnvFilter directives; an invalid one falls
-/// back to `info`. Does nothing if a subscriber is already installed.
-pub fn init_plugin_logging(level: &str) {
+/// fields. Does nothing if a subscriber is already installed.
+pub fn init_hclog_logging(filter: EnvFilter) {
     let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter(level))
+        .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .event_format(HclogJson)
         .try_init();
+}
+
+/// The hclog JSON line (without the newline) that reports a start-up failure at `error`:
+/// go-plugin hosts log a JSON line at its `@level`, and plain text only at debug (unless it
+/// starts with `[ERROR]`), so this is how a failure reaches the controller's log.
+pub fn startup_error_line(message: &str) -> String {
+    hclog_object("error", message, "rollgate", &Utc::now(), Map::new()).to_string()
+}
+
+/// Writes [`startup_error_line`] to stderr.
+pub fn report_startup_error(message: &str) {
+    use std::io::Write;
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "{}", startup_error_line(message)).and_then(|()| err.flush());
 }
 
 /// Installs human-readable logging on stderr for the command line.
@@ -74,24 +134,39 @@ fn hclog_line(event: &Event<'_>, now: &chrono::DateTime<Utc>) -> String {
     let meta = event.metadata();
     let mut fields = JsonFields::default();
     event.record(&mut fields);
+    hclog_object(
+        hclog_level(meta.level()),
+        &fields.message.unwrap_or_default(),
+        meta.target(),
+        now,
+        fields.fields,
+    )
+    .to_string()
+}
+
+/// An hclog JSON object: the `@` keys, then `fields` (any of theirs starting with `@` dropped).
+fn hclog_object(
+    level: &str,
+    message: &str,
+    module: &str,
+    now: &chrono::DateTime<Utc>,
+    fields: Map<String, Value>,
+) -> Value {
     let mut obj = Map::new();
-    obj.insert("@level".into(), Value::from(hclog_level(meta.level())));
+    obj.insert("@level".into(), Value::from(level));
     // go-plugin's host type-asserts @message to a string: always send one.
-    obj.insert(
-        "@message".into(),
-        Value::from(fields.message.unwrap_or_default()),
-    );
+    obj.insert("@message".into(), Value::from(message));
     obj.insert(
         "@timestamp".into(),
         Value::from(now.to_rfc3339_opts(SecondsFormat::Micros, true)),
     );
-    obj.insert("@module".into(), Value::from(meta.target()));
-    for (k, v) in fields.fields {
+    obj.insert("@module".into(), Value::from(module));
+    for (k, v) in fields {
         if !k.starts_with('@') {
             obj.insert(k, v);
         }
     }
-    Value::Object(obj).to_string()
+    Value::Object(obj)
 }
 
 #[derive(Default)]
@@ -191,8 +266,46 @@ mod tests {
     }
 
     #[test]
-    fn bad_level_falls_back_to_info() {
+    fn cli_bad_level_falls_back_to_info() {
         assert_eq!(filter("not a [level").to_string(), "info");
         assert_eq!(filter("debug").to_string(), "debug");
+    }
+
+    #[test]
+    fn plugin_levels_are_checked_not_guessed() {
+        for ok in [
+            "info",
+            "DEBUG",
+            "warn,rollgate=trace",
+            "rollgate::goplugin=debug",
+        ] {
+            assert!(plugin_log_filter(ok, "--log-level").is_ok(), "{ok}");
+        }
+        for bad in [
+            "",
+            "verbose",
+            "infoo",
+            "=debug",
+            "rollgate=loud",
+            "info,",
+            "not a [level",
+        ] {
+            let e = plugin_log_filter(bad, "ROLLGATE_LOG").unwrap_err();
+            let msg = e.to_string();
+            assert!(msg.contains(&format!("{bad:?}")), "{msg}");
+            assert!(msg.contains("ROLLGATE_LOG"), "{msg}");
+            assert!(msg.contains("error, warn, info, debug, trace"), "{msg}");
+        }
+    }
+
+    #[test]
+    fn startup_errors_are_one_hclog_error_line() {
+        let line = startup_error_line("bad \"thing\"\nsecond line");
+        assert!(!line.contains('\n'));
+        let v: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(v["@level"], "error");
+        assert_eq!(v["@message"], "bad \"thing\"\nsecond line");
+        let ts = v["@timestamp"].as_str().unwrap();
+        assert_eq!(ts.len(), "2006-01-02T15:04:05.000000Z".len(), "{ts}");
     }
 }

@@ -223,3 +223,105 @@ fn the_release_binary_is_static() {
     );
     assert_eq!(&bytes[..4], b"\x7fELF");
 }
+
+/// Writes the spanning `Plugin.Run` layout of issue 18 (a `[]interface{}` whose elements each
+/// end a gob message; built by `rollgate::goplugin::gob::testkit`) of `size` bytes to a file
+/// for `gohost spanning`.
+fn spanning_frames(dir: &Path, size: usize) -> std::path::PathBuf {
+    let msgs = rollgate::goplugin::gob::testkit::plugin_run_request(1 << 40, size, true);
+    let path = dir.join(format!("spanning-{size}.bin"));
+    std::fs::write(&path, rollgate::goplugin::gob::testkit::frame(&msgs)).unwrap();
+    path
+}
+
+#[test]
+fn a_run_spanning_fifty_thousand_messages_is_decoded_promptly() {
+    // Quadratic decoding took about 2 minutes for 1 MiB in this layout.
+    let dir = tempfile::tempdir().unwrap();
+    let frames = spanning_frames(dir.path(), 1 << 20);
+    let frames = frames.to_str().unwrap();
+    let run = check("spanning", &["-frames", frames, "-limit", "60s"]);
+    let v = run.value();
+    assert_eq!(v["writeError"], Value::Null, "{v}");
+    assert_eq!(v["typeError"], Value::Null, "{v}");
+    assert_eq!(v["exited"], false, "{v}");
+    assert_eq!(v["extraStdout"], 0, "{v}");
+    eprintln!("gohost spanning, 1 MiB: {v}");
+    let ms = v["typeMs"].as_f64().unwrap();
+    assert!(
+        ms < 5_000.0,
+        "1 MiB spanning Run took {ms} ms to decode: {v}"
+    );
+}
+
+#[test]
+fn sigterm_ends_the_plugin_while_a_48_mib_spanning_value_is_being_decoded() {
+    // Issue 18: SIGTERM did not end the process while it decoded (SIGKILL did). 48 MiB (under
+    // the 64 MiB a value may span) takes a few hundred ms to receive and decode at the 1 MiB
+    // test's 7-30 ms per MiB; SIGTERM comes 100 ms in.
+    let dir = tempfile::tempdir().unwrap();
+    let frames = spanning_frames(dir.path(), 48 << 20);
+    let frames = frames.to_str().unwrap();
+    let run = check(
+        "spanning",
+        &[
+            "-frames",
+            frames,
+            "-sigterm-after",
+            "100ms",
+            "-limit",
+            "20s",
+        ],
+    );
+    let v = run.value();
+    eprintln!("gohost spanning, 48 MiB, SIGTERM after 100 ms: {v}");
+    assert_eq!(v["signalled"], true, "{v}");
+    assert_eq!(v["exited"], true, "{v}");
+    let ms = v["exitMs"].as_f64().unwrap();
+    assert!(ms < 1_000.0, "exit took {ms} ms after SIGTERM: {v}");
+    assert_eq!(v["exitCode"], 0, "{v}");
+}
+
+#[test]
+fn settings_by_environment_alone_as_argo_rollouts_1_5_and_1_6_start_the_plugin() {
+    // Argo Rollouts v1.5/v1.6 run `exec.Command(pluginPath)` (metricproviders/plugin/client,
+    // no args) and go-plugin passes the controller's environment on: the address comes from
+    // ROLLGATE_PROMETHEUS_ADDRESS, the spec names none.
+    let metric = json!({"name": "healthy", "successCondition": "result[0] < 0.01",
+        "spec": {"query": HEALTHY.ratio_query("5m"), "noData": "inconclusive"}});
+    let list = json!({"calls": [{"method": "Run", "metric": metric}]});
+    let env = format!("ROLLGATE_PROMETHEUS_ADDRESS={}", shared().url);
+    let stderr = tempfile::NamedTempFile::new().unwrap();
+    let stderr_path = stderr.path().to_str().unwrap();
+    let run = build().calls(
+        plugin(),
+        &list,
+        &[
+            "-env",
+            &env,
+            "-env",
+            "ROLLGATE_LOG=debug",
+            "-plugin-stderr",
+            stderr_path,
+        ],
+    );
+    assert!(run.ok(), "{}\n{}", run.stdout, run.stderr);
+    let m = &run.json[0]["measurement"];
+    assert_eq!(m["phase"], "Successful", "{}", run.json[0]);
+    // ROLLGATE_LOG=debug reached the plugin: its debug lines are on its stderr.
+    let log = std::fs::read_to_string(stderr.path()).unwrap();
+    assert!(log.contains("\"@level\":\"debug\""), "{log}");
+    // Without the variable the same metric has no address: an Error that says how to set one.
+    let run = build().calls(plugin(), &list, &[]);
+    assert!(run.ok(), "{}\n{}", run.stdout, run.stderr);
+    let m = &run.json[0]["measurement"];
+    assert_eq!(m["phase"], "Error", "{}", run.json[0]);
+    assert!(
+        m["message"]
+            .as_str()
+            .unwrap()
+            .contains("ROLLGATE_PROMETHEUS_ADDRESS"),
+        "{}",
+        run.json[0]
+    );
+}

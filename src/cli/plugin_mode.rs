@@ -1,8 +1,11 @@
 //! Plugin mode: the binary as the Argo Rollouts controller starts it (magic cookie set).
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use clap::{Parser, ValueEnum};
+use clap::parser::ValueSource;
+use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, ValueEnum};
+use tracing_subscriber::EnvFilter;
 
 use crate::engine::{AddressPolicy, Engine};
 use crate::goplugin::{check_cookie, serve, ServeOptions};
@@ -10,16 +13,22 @@ use crate::plugin::RollgatePlugin;
 use crate::prometheus::{Backend, Client};
 use crate::spec::check_address;
 
-/// Arguments the controller passes from the `args` of the plugin's ConfigMap entry.
+/// How long the exit waits for the runtime's threads once serving has ended.
+const SHUTDOWN_WAIT: Duration = Duration::from_millis(200);
+
+/// Arguments the controller passes from the `args` of the plugin's ConfigMap entry (Argo
+/// Rollouts v1.7 and later); each can also be set by environment, which every version passes
+/// on to the plugin.
 #[derive(Debug, Parser)]
 #[command(name = "rollgate (plugin mode)", no_binary_name = false)]
 pub struct PluginArgs {
-    /// Log level (error, warn, info, debug, trace) or a tracing filter; also ROLLGATE_LOG.
+    /// Log level (error, warn, info, debug, trace) or directives like `info,rollgate=debug`;
+    /// also ROLLGATE_LOG. Anything else is refused.
     #[arg(long, env = "ROLLGATE_LOG", default_value = "info")]
     pub log_level: String,
 
-    /// Prometheus address for metrics whose spec names none (else ROLLGATE_PROMETHEUS_ADDRESS).
-    #[arg(long, value_name = "URL")]
+    /// Prometheus address for metrics whose spec names none; also ROLLGATE_PROMETHEUS_ADDRESS.
+    #[arg(long, value_name = "URL", env = crate::engine::ADDRESS_ENV)]
     pub prometheus: Option<String>,
 
     /// The go-plugin protocol: netrpc (the only one Argo Rollouts accepts) or grpc (for hosts
@@ -42,31 +51,76 @@ pub fn started_by_host() -> bool {
     std::env::var_os(crate::goplugin::COOKIE_KEY).is_some()
 }
 
-/// Serves the controller until it says Quit; returns the exit code.
+/// Where an argument's value came from, for messages: the flag or its environment variable.
+fn source(matches: &ArgMatches, id: &str, flag: &str, env: &str) -> String {
+    match matches.value_source(id) {
+        Some(ValueSource::EnvVariable) => env.to_string(),
+        _ => flag.to_string(),
+    }
+}
+
+/// clap's error without its usage and help hint (the controller's user cannot run --help):
+/// the error line and any tip, on one line.
+fn clap_summary(e: &clap::Error) -> String {
+    e.render()
+        .to_string()
+        .lines()
+        .map(str::trim)
+        .filter(|l| {
+            !l.is_empty() && !l.starts_with("Usage:") && !l.starts_with("For more information")
+        })
+        .map(|l| l.strip_prefix("error: ").unwrap_or(l))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Reads and checks the arguments and environment; the error is the message to report.
+fn configure() -> Result<(PluginArgs, EnvFilter, AddressPolicy), String> {
+    let matches = PluginArgs::command().try_get_matches().map_err(|e| {
+        format!(
+            "rollgate plugin: invalid arguments in the plugin's ConfigMap entry or ROLLGATE_* \
+             environment: {}; accepted: --log-level, --prometheus, --protocol",
+            clap_summary(&e)
+        )
+    })?;
+    let args = PluginArgs::from_arg_matches(&matches)
+        .map_err(|e| format!("rollgate plugin: invalid arguments: {}", e.render()))?;
+    let level_source = source(&matches, "log_level", "--log-level", "ROLLGATE_LOG");
+    let filter = crate::logging::plugin_log_filter(&args.log_level, &level_source)
+        .map_err(|e| format!("rollgate plugin: {e}"))?;
+    let mut addresses = AddressPolicy {
+        override_address: None,
+        default_address: None,
+    };
+    if let Some(url) = args.prometheus.as_deref().filter(|u| !u.trim().is_empty()) {
+        let from = source(
+            &matches,
+            "prometheus",
+            "--prometheus",
+            crate::engine::ADDRESS_ENV,
+        );
+        addresses.default_address =
+            Some(check_address(&from, url).map_err(|e| format!("rollgate plugin: {e}"))?);
+    }
+    Ok((args, filter, addresses))
+}
+
+/// Serves the controller until it says Quit; returns the exit code. Every start-up failure is
+/// one hclog JSON line at `error` on stderr, which the controller logs at error level.
 pub fn run() -> u8 {
     if let Err(e) = check_cookie() {
-        eprintln!("{e}");
+        crate::logging::report_startup_error(&e.to_string());
         return 1;
     }
-    // Nothing but the handshake may reach stdout, so argument errors go to stderr as text.
-    let args = match PluginArgs::try_parse() {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("rollgate plugin: invalid arguments in the plugin's ConfigMap entry: {e}");
+    // Nothing but the handshake may reach stdout.
+    let (args, filter, addresses) = match configure() {
+        Ok(c) => c,
+        Err(message) => {
+            crate::logging::report_startup_error(&message);
             return 1;
         }
     };
-    crate::logging::init_plugin_logging(&args.log_level);
-    let mut addresses = AddressPolicy::from_env();
-    if let Some(url) = &args.prometheus {
-        match check_address("--prometheus", url) {
-            Ok(url) => addresses.default_address = Some(url),
-            Err(e) => {
-                eprintln!("rollgate plugin: {e}");
-                return 1;
-            }
-        }
-    }
+    crate::logging::init_hclog_logging(filter);
     let engine = Arc::new(Engine::new(Backend::Live(Client::new()), addresses));
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -74,7 +128,9 @@ pub fn run() -> u8 {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("rollgate plugin: cannot start the async runtime: {e}");
+            crate::logging::report_startup_error(&format!(
+                "rollgate plugin: cannot start the async runtime: {e}"
+            ));
             return 1;
         }
     };
@@ -92,11 +148,13 @@ pub fn run() -> u8 {
             ))
             .map_err(|e| e.to_string()),
     };
+    // Calls still in flight are dropped; a worker busy in synchronous work (a large decode)
+    // must not hold the exit, so the runtime is not waited for beyond this.
+    runtime.shutdown_timeout(SHUTDOWN_WAIT);
     match served {
         Ok(()) => 0,
         Err(e) => {
-            tracing::error!(error = %e, "plugin stopped");
-            eprintln!("rollgate plugin: {e}");
+            crate::logging::report_startup_error(&format!("rollgate plugin: {e}"));
             1
         }
     }

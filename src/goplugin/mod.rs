@@ -13,6 +13,7 @@ pub mod gob;
 mod handshake;
 mod netrpc;
 mod server;
+pub mod signals;
 pub mod yamux;
 
 use std::io;

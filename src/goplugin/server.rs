@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::net::{UnixListener, UnixStream};
-use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
@@ -57,18 +56,9 @@ pub async fn serve<H: MetricProviderHandler>(
 ) -> Result<(), PluginError> {
     let version = negotiate_version(opts.protocol_versions.as_deref())?;
     let (socket, listener) = PluginSocket::bind(&opts.socket_dir, opts.socket_group.as_deref())?;
-    let mut sigterm = signal(SignalKind::terminate()).map_err(PluginError::Signal)?;
-    let mut sigint = signal(SignalKind::interrupt()).map_err(PluginError::Signal)?;
+    let stop = super::signals::sigterm().map_err(PluginError::Signal)?;
     announce(version, socket.path())?;
     tracing::debug!(socket = %socket.path().display(), "plugin: serving");
-    let stop = async move {
-        loop {
-            tokio::select! {
-                _ = sigterm.recv() => break,
-                _ = sigint.recv() => tracing::debug!("plugin: ignoring SIGINT, the host ends the plugin"),
-            }
-        }
-    };
     let result = serve_until(handler, listener, opts.exit_on_disconnect, stop).await;
     drop(socket);
     result

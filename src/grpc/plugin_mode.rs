@@ -15,7 +15,6 @@ use std::time::Duration;
 
 use hyper_util::server::graceful::{GracefulShutdown, Watcher};
 use tokio::net::{UnixListener, UnixStream};
-use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio_rustls::TlsAcceptor;
@@ -94,8 +93,7 @@ pub async fn serve(engine: Arc<Engine>, opts: PluginOptions) -> Result<(), GrpcE
     let version = negotiate_version(opts.protocol_versions.as_deref())?;
     let tls = opts.client_cert.as_deref().map(auto_mtls).transpose()?;
     let (socket, listener) = PluginSocket::bind(&opts.socket_dir, opts.socket_group.as_deref())?;
-    let mut sigterm = signal(SignalKind::terminate()).map_err(GrpcError::Signal)?;
-    let mut sigint = signal(SignalKind::interrupt()).map_err(GrpcError::Signal)?;
+    let signals = crate::goplugin::signals::sigterm().map_err(GrpcError::Signal)?;
     let (stop_tx, stop_rx) = watch::channel(false);
     let routes = routes(engine, &opts, stop_tx.clone(), stop_rx).await;
     let gate = Arc::new(Gate {
@@ -105,14 +103,6 @@ pub async fn serve(engine: Arc<Engine>, opts: PluginOptions) -> Result<(), GrpcE
     let certificate = tls.as_ref().map(|t| t.certificate.as_str()).unwrap_or("");
     announce(&handshake_line(version, socket.path(), certificate))?;
     tracing::debug!(socket = %socket.path().display(), mtls = tls.is_some(), "grpc plugin: serving");
-    let signals = async move {
-        loop {
-            tokio::select! {
-                _ = sigterm.recv() => break,
-                _ = sigint.recv() => tracing::debug!("grpc plugin: ignoring SIGINT, the host ends the plugin"),
-            }
-        }
-    };
     let server = Server {
         listener,
         routes,

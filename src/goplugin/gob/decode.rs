@@ -8,6 +8,7 @@
 use std::any::TypeId;
 use std::collections::{BTreeMap, HashMap};
 
+use super::scan::{Progress, Scan};
 use super::types::{ids, next_field, read_wire_type, TypeTable, WireType};
 use super::wire::Reader;
 use super::GobError;
@@ -17,7 +18,7 @@ pub(crate) const MAX_DEPTH: usize = 256;
 /// Most bytes one value may span across messages.
 const MAX_PENDING: usize = 64 << 20;
 /// Longest registered interface name accepted.
-const MAX_NAME: usize = 1024;
+pub(crate) const MAX_NAME: usize = 1024;
 
 /// A type that can be decoded from a gob value of some remote type.
 pub trait GobDecode: Sized {
@@ -62,12 +63,22 @@ pub(crate) struct Plans {
 
 /// The decoding half of one gob stream: the remote type definitions, compiled plans, and a
 /// value that spans several messages while it is incomplete.
+///
+/// A spanning value is walked message by message by a resumable [`Scan`] and decoded into
+/// its type once the walk has reached its end, so its cost is linear in its size.
 #[derive(Debug, Default)]
 pub struct Decoder {
     types: TypeTable,
     plans: Plans,
+    /// The messages of the incomplete value, concatenated.
     pending: Vec<u8>,
+    /// End offsets of those messages in `pending`.
     ends: Vec<usize>,
+    /// Where the walk over the incomplete value stands.
+    scan: Scan,
+    /// Bytes handed to decoding passes so far (tests check this stays linear).
+    #[cfg(test)]
+    pub(crate) walked: usize,
 }
 
 impl Decoder {
@@ -93,35 +104,77 @@ impl Decoder {
         }
         if self.pending.is_empty() {
             return match self.decode_from::<T>(body, &single) {
-                Err(GobError::NeedMore) => {
-                    self.pending.extend_from_slice(body);
-                    self.ends.push(self.pending.len());
-                    Ok(Step::NeedMore)
-                }
+                Err(GobError::NeedMore) => self.start_spanning(body),
                 other => other.map(Step::Value),
             };
         }
-        if self.pending.len() + body.len() > MAX_PENDING {
-            self.pending.clear();
-            self.ends.clear();
-            return Err(GobError::Limit("value spans too many bytes"));
+        let result = self.continue_spanning::<T>(body);
+        if !matches!(result, Ok(Step::NeedMore)) {
+            self.drop_pending();
         }
+        result
+    }
+
+    /// A value that did not end with its first message: walks that message and keeps it.
+    fn start_spanning<T>(&mut self, body: &[u8]) -> Result<Step<T>, GobError> {
+        self.note_walked(body.len());
+        let single = [body.len()];
+        let (scan, progress) = Scan::start(&mut Reader::new(body, &single), &mut self.types)?;
+        if progress == Progress::Complete {
+            return Err(GobError::Corrupt(
+                "value ends where its decoding wanted more",
+            ));
+        }
+        self.scan = scan;
         self.pending.extend_from_slice(body);
         self.ends.push(self.pending.len());
+        Ok(Step::NeedMore)
+    }
+
+    /// The next message of a spanning value: walked from where the last one ended; once the
+    /// value is complete, it is decoded from its first message.
+    fn continue_spanning<T: GobDecode>(&mut self, body: &[u8]) -> Result<Step<T>, GobError> {
+        if self.pending.len() + body.len() > MAX_PENDING {
+            return Err(GobError::Limit("value spans too many bytes"));
+        }
+        self.note_walked(body.len());
+        let single = [body.len()];
+        let progress = self
+            .scan
+            .resume(&mut Reader::new(body, &single), &mut self.types)?;
+        self.pending.extend_from_slice(body);
+        self.ends.push(self.pending.len());
+        if progress == Progress::NeedMore {
+            return Ok(Step::NeedMore);
+        }
         let pending = std::mem::take(&mut self.pending);
         let ends = std::mem::take(&mut self.ends);
         match self.decode_from::<T>(&pending, &ends) {
-            Err(GobError::NeedMore) => {
-                self.pending = pending;
-                self.ends = ends;
-                Ok(Step::NeedMore)
-            }
+            Err(GobError::NeedMore) => Err(GobError::Corrupt(
+                "value continues past the end its structure gives",
+            )),
             other => other.map(Step::Value),
         }
     }
 
+    /// Forgets an incomplete value.
+    fn drop_pending(&mut self) {
+        self.pending.clear();
+        self.ends.clear();
+        self.scan = Scan::default();
+    }
+
+    #[cfg(test)]
+    fn note_walked(&mut self, n: usize) {
+        self.walked += n;
+    }
+
+    #[cfg(not(test))]
+    fn note_walked(&mut self, _: usize) {}
+
     /// Decodes the value at the start of `buf` (message bodies ending at `ends`).
     fn decode_from<T: GobDecode>(&mut self, buf: &[u8], ends: &[usize]) -> Result<T, GobError> {
+        self.note_walked(buf.len());
         let mut d = ValueDecoder {
             r: Reader::new(buf, ends),
             types: &mut self.types,
@@ -770,6 +823,84 @@ mod tests {
         m2.def_map(66, 6, 6);
         m2.msg(&[0xFF, 0x84, 0x00, 0xFC, 0x7F, 0xFF, 0xFF, 0xFF]);
         assert!(decode_all::<BTreeMap<String, String>>(&m2.msgs).is_err());
+    }
+
+    gob_struct! {
+        struct PaddedArgs {
+            pad: Ignored = "Pad",
+        }
+    }
+
+    impl Registered for PaddedArgs {
+        const NAME: &'static str = "RunArgs";
+    }
+
+    /// Feeds `msgs` and returns the values completed and the decoder.
+    fn feed_run_request(msgs: &[Vec<u8>]) -> (usize, Option<Interface<PaddedArgs>>, Decoder) {
+        let mut dec = Decoder::new();
+        let mut header = 0;
+        let mut args = None;
+        for m in msgs {
+            if header == 0 {
+                if let Step::Value(Ignored) = dec.feed::<Ignored>(m).unwrap() {
+                    header += 1;
+                }
+            } else if let Step::Value(v) = dec.feed::<Interface<PaddedArgs>>(m).unwrap() {
+                args = Some(v);
+            }
+        }
+        (header, args, dec)
+    }
+
+    #[test]
+    fn a_value_spanning_thousands_of_messages_is_walked_a_bounded_number_of_times() {
+        // The layout of issue 18: a Plugin.Run whose []interface{} elements each end a
+        // message. Re-decoding everything received on every message walked ~n^2/2 bytes.
+        for spanning in [false, true] {
+            let msgs = super::super::testkit::plugin_run_request(7, 256 << 10, spanning);
+            let total: usize = msgs.iter().map(Vec::len).sum();
+            if spanning {
+                assert!(msgs.len() > 10_000, "{} messages", msgs.len());
+            }
+            let (headers, args, dec) = feed_run_request(&msgs);
+            assert_eq!(headers, 1);
+            assert!(args.and_then(|a| a.0).is_some(), "spanning {spanning}");
+            assert!(
+                dec.walked <= 3 * total,
+                "spanning {spanning}: walked {} bytes for {total}",
+                dec.walked
+            );
+            assert!(dec.pending.is_empty() && dec.ends.is_empty());
+        }
+    }
+
+    #[test]
+    fn the_stream_goes_on_after_a_spanning_value_and_after_a_broken_one() {
+        let msgs = super::super::testkit::plugin_run_request(1, 4 << 10, true);
+        let (_, _, mut dec) = feed_run_request(&msgs);
+        // The same value again, now that every type is known: still spanning, still decoded.
+        let again: Vec<_> = msgs[4..].to_vec();
+        let mut got = None;
+        for m in &again {
+            if let Step::Value(v) = dec.feed::<Interface<PaddedArgs>>(m).unwrap() {
+                got = Some(v);
+            }
+        }
+        assert!(got.and_then(|a| a.0).is_some());
+        // A continuation that is not a type id and value: an error, and the value is dropped.
+        assert!(matches!(
+            dec.feed::<Interface<PaddedArgs>>(&again[0]).unwrap(),
+            Step::NeedMore
+        ));
+        let err = dec
+            .feed::<Interface<PaddedArgs>>(&[0x7E, 0x00])
+            .unwrap_err();
+        assert!(matches!(err, GobError::UndefinedType(_)), "{err}");
+        assert!(dec.pending.is_empty());
+        let Step::Value(s) = dec.feed::<String>(&[0x0C, 0x00, 2, b'o', b'k']).unwrap() else {
+            panic!("expected a value");
+        };
+        assert_eq!(s, "ok");
     }
 
     proptest::proptest! {

@@ -282,6 +282,18 @@ pub(crate) fn put_struct_def(b: &mut Vec<u8>, id: i64, name: &str, fields: &[(&s
     b.push(0);
 }
 
+/// A definition message body for a slice type.
+pub(crate) fn put_slice_def(b: &mut Vec<u8>, id: i64, name: &str, elem: i64) {
+    put_int(b, -id);
+    put_uint(b, 2);
+    put_uint(b, 1);
+    put_common(b, name, id);
+    put_uint(b, 1);
+    put_int(b, elem);
+    b.push(0);
+    b.push(0);
+}
+
 /// A definition message body for a map type.
 pub(crate) fn put_map_def(b: &mut Vec<u8>, id: i64, name: &str, key: i64, elem: i64) {
     put_int(b, -id);
@@ -329,14 +341,7 @@ pub(crate) mod test_support {
         }
         pub(crate) fn def_slice(&mut self, id: i64, elem: i64) {
             let mut b = Vec::new();
-            put_int(&mut b, -id);
-            put_uint(&mut b, 2);
-            put_uint(&mut b, 1);
-            put_common(&mut b, "[]T", id);
-            put_uint(&mut b, 1);
-            put_int(&mut b, elem);
-            b.push(0);
-            b.push(0);
+            put_slice_def(&mut b, id, "[]T", elem);
             self.msgs.push(b);
         }
         pub(crate) fn def_map(&mut self, id: i64, key: i64, elem: i64) {

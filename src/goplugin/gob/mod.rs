@@ -4,6 +4,9 @@
 
 mod decode;
 mod encode;
+mod scan;
+#[doc(hidden)]
+pub mod testkit;
 mod time;
 mod types;
 pub(crate) mod wire;

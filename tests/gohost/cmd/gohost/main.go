@@ -23,10 +23,11 @@ var subcommands = map[string]func(args []string) int{
 	"quit":     cmdQuit,
 	"cookie":   cmdCookie,
 	"rss":      cmdRSS,
+	"spanning": cmdSpanning,
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: gohost <calls|protocol|load|bigrun|garbage|quit|cookie|rss> -plugin BIN [flags] [-- plugin args...]")
+	fmt.Fprintln(os.Stderr, "usage: gohost <calls|protocol|load|bigrun|garbage|quit|cookie|rss|spanning> -plugin BIN [flags] [-- plugin args...]")
 	fmt.Fprintln(os.Stderr, "run 'gohost <subcommand> -h' for the flags of one subcommand")
 }
 
