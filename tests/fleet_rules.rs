@@ -237,24 +237,29 @@ fn the_alerts_fire_as_the_gate_decides() {
     );
     let mut docs = documents(&out);
     check_rules(&docs, dir.path());
-    // Alert tests compare annotations word for word; the firing behaviour is what is tested
-    // here (`check rules` above has validated the annotation templates).
-    for d in &mut docs {
+    test_rules(&mut docs, dir.path(), &test_file());
+}
+
+/// Runs `promtool test rules` with `test` on the rules of `docs`. Alert tests compare
+/// annotations word for word; the firing behaviour is what is tested, so they are dropped
+/// (`check_rules` validates the annotation templates).
+fn test_rules(docs: &mut [Value], dir: &Path, test: &str) {
+    for d in docs.iter_mut() {
         for g in d["spec"]["groups"].as_array_mut().unwrap() {
             for r in g["rules"].as_array_mut().unwrap() {
                 r.as_object_mut().unwrap().remove("annotations");
             }
         }
     }
-    check_rules(&docs, dir.path());
-    std::fs::write(dir.path().join("test.yaml"), test_file()).unwrap();
-    let out = promtool(&["test", "rules", "test.yaml"], dir.path());
+    check_rules(docs, dir);
+    std::fs::write(dir.join("test.yaml"), test).unwrap();
+    let out = promtool(&["test", "rules", "test.yaml"], dir);
     assert!(
         out.status.success(),
         "promtool test rules:\n{}\n{}\n{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr),
-        std::fs::read_to_string(dir.path().join("rules.yaml")).unwrap()
+        std::fs::read_to_string(dir.join("rules.yaml")).unwrap()
     );
 }
 
@@ -393,14 +398,6 @@ fn the_old_version_alert_needs_every_version_label() {
         String::from_utf8_lossy(&out.stderr)
     );
     let mut docs = documents(&out);
-    for d in &mut docs {
-        for g in d["spec"]["groups"].as_array_mut().unwrap() {
-            for r in g["rules"].as_array_mut().unwrap() {
-                r.as_object_mut().unwrap().remove("annotations");
-            }
-        }
-    }
-    check_rules(&docs, dir.path());
     let series = |cluster: &str, revision: &str, ready: &str| {
         format!(
             "      - series: 'gotk_resource_info{{cluster=\"{cluster}\",customresource_kind=\"Kustomization\",name=\"apps\",revision=\"{revision}\",ready=\"{ready}\"}}'\n        values: '1x120'\n"
@@ -421,13 +418,5 @@ fn the_old_version_alert_needs_every_version_label() {
         exp("f2"),
         exp("f3")
     );
-    std::fs::write(dir.path().join("test.yaml"), test).unwrap();
-    let out = promtool(&["test", "rules", "test.yaml"], dir.path());
-    assert!(
-        out.status.success(),
-        "promtool test rules:\n{}\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-        std::fs::read_to_string(dir.path().join("rules.yaml")).unwrap()
-    );
+    test_rules(&mut docs, dir.path(), &test);
 }
