@@ -42,8 +42,8 @@ pub struct FleetSpec {
     pub series: Box<SeriesSelector>,
     /// Also read `kube_pod_init_container_info` for the selected pods.
     pub include_init_containers: bool,
-    /// Which init containers count, when they are included.
-    pub init_containers: InitContainers,
+    /// Which init containers count, when they are included (boxed, like `version`).
+    pub init_containers: Box<InitContainers>,
     /// Pods in a terminal phase (Succeeded, Failed) are left out (`ignoreTerminalPods`).
     pub ignore_terminal_pods: bool,
     /// Which label carries the version, and which versions are expected (the first of
@@ -339,7 +339,7 @@ impl FleetSpec {
             selector,
             series: Box::new(series),
             include_init_containers,
-            init_containers,
+            init_containers: Box::new(init_containers),
             ignore_terminal_pods,
             version: Box::new(version),
             also,
@@ -810,7 +810,7 @@ mod tests {
         .unwrap();
         assert!(f.include_init_containers);
         assert_eq!(
-            f.init_containers,
+            *f.init_containers,
             InitContainers {
                 names: vec!["a".into(), "b".into()],
                 sidecars: true
