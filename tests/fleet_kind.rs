@@ -647,7 +647,8 @@ async fn terminal_pods_are_not_stragglers_unless_asked_and_missing_phases_remove
     );
     assert_eq!(versions[format!("sha256:{digest}")], 2);
     assert_eq!(versions[format!("sha256:{}", NODE_AGENT_OLD.digest)], 1);
-    assert!(m.metadata["query.versions"].contains("kube_pod_status_phase"));
+    assert!(m.metadata["query.terminal"].contains("kube_pod_status_phase"));
+    assert!(!m.metadata["query.versions"].contains("kube_pod_status_phase"));
 
     let counted = measure_at(&ksm_metric(p, json!({"ignoreTerminalPods": false})), p.base).await;
     assert_eq!(

@@ -838,6 +838,10 @@ pub struct FleetParams {
     pub to: i64,
     /// Sample step, seconds (at most 300: Prometheus' 5 m lookback always finds a sample).
     pub step: i64,
+    /// Also write `kube_pod_status_phase{cluster,namespace,pod,phase}` for every pod, as
+    /// kube-state-metrics does (five series, Running 1, the others 0); off in the standard
+    /// fleet, whose pods thereby have no phase data.
+    pub phases: bool,
 }
 
 /// A straggler: a reporting cluster with containers on the old image.
@@ -975,6 +979,7 @@ pub fn standard_fleet() -> FleetParams {
         from: FROM,
         to: TO,
         step: 240,
+        phases: false,
     }
 }
 
@@ -1008,6 +1013,7 @@ pub fn clean_fleet() -> FleetParams {
         from: FROM,
         to: TO,
         step: 240,
+        phases: false,
     }
 }
 
@@ -1264,6 +1270,26 @@ impl FleetParams {
         let mut families = vec![("kube_pod_container_info", self.container.as_str(), false)];
         if self.init_container.is_some() {
             families.push(("kube_pod_init_container_info", init_name.as_str(), true));
+        }
+        if self.phases {
+            let buf = ds.family("kube_pod_status_phase", "gauge");
+            for c in &plans {
+                for p in 0..c.pods.len() {
+                    let pod = self.pod_name(&c.name, p);
+                    for phase in ["Pending", "Succeeded", "Failed", "Unknown", "Running"] {
+                        let labels = [
+                            ("cluster", c.name.as_str()),
+                            ("namespace", ns),
+                            ("pod", pod.as_str()),
+                            ("phase", phase),
+                        ];
+                        let v = if phase == "Running" { 1.0 } else { 0.0 };
+                        for t in ts(c) {
+                            push_sample(buf, "kube_pod_status_phase", &labels, v, *t);
+                        }
+                    }
+                }
+            }
         }
         for (family, container, init) in families {
             let buf = ds.family(family, "gauge");

@@ -127,6 +127,7 @@ impl Engine {
                 return out.error(format!("fleet {}: {why}", role.describe()));
             }
         }
+        state::subtract(&mut inputs.now, &inputs.terminal);
         if let ExpectedTargets::List(list) = &spec.expected_targets {
             inputs.inventory = Some(list.iter().cloned().collect());
         }

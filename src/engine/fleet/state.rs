@@ -75,6 +75,29 @@ pub fn read_view(
     Ok(view)
 }
 
+/// Takes the series of ended pods (`terminal`, a subset of `now` at the same evaluation time)
+/// out of `now`; a target left with nothing is removed (it still reports: see `classify`).
+pub fn subtract(now: &mut View, terminal: &View) {
+    for (target, ended) in terminal {
+        let Some(live) = now.get_mut(target) else {
+            continue;
+        };
+        for (version, n) in &ended.versions {
+            if let Some(count) = live.versions.get_mut(version) {
+                *count = count.saturating_sub(*n);
+                if *count == 0 {
+                    live.versions.remove(version);
+                    live.matching.remove(version);
+                }
+            }
+        }
+        live.unlabelled = live.unlabelled.saturating_sub(ended.unlabelled);
+        if live.versions.is_empty() && live.unlabelled == 0 {
+            now.remove(target);
+        }
+    }
+}
+
 /// Which of `labels` some series of a vector result carries (with a non-empty value).
 pub fn labels_present(data: &QueryData, labels: &[&str]) -> BTreeSet<String> {
     let QueryData::Vector(series) = data else {
@@ -574,6 +597,41 @@ mod tests {
             !fleet.passes(0.0),
             "an old version outside the inventory fails"
         );
+    }
+
+    #[test]
+    fn ended_pods_are_taken_out_of_the_current_view() {
+        let mut now = View::new();
+        now.insert("a".into(), tv(&[(NEW, 2), (OLD, 1)], 1));
+        now.insert("b".into(), tv(&[(OLD, 2)], 0));
+        now.insert("c".into(), tv(&[(NEW, 2)], 0));
+        let mut ended = View::new();
+        ended.insert("a".into(), tv(&[(OLD, 1)], 1));
+        ended.insert("b".into(), tv(&[(OLD, 2)], 0));
+        ended.insert("x".into(), tv(&[(OLD, 5)], 0));
+        subtract(&mut now, &ended);
+        assert_eq!(now["a"], tv(&[(NEW, 2)], 0));
+        assert!(!now.contains_key("b") && !now.contains_key("x"));
+        assert_eq!(now["c"], tv(&[(NEW, 2)], 0));
+        // b reported and only ended pods remain: it reports, with nothing old.
+        let s = spec(json!({"expectedTargets": ["a", "b", "c"]}));
+        let fleet = classify(
+            &s,
+            at(),
+            Inputs {
+                recent: [("a", 3), ("b", 2), ("c", 2)]
+                    .iter()
+                    .map(|(t, n)| (t.to_string(), tv(&[(OLD, *n)], 0)))
+                    .collect(),
+                now,
+                terminal: ended,
+                inventory: Some(["a", "b", "c"].iter().map(|t| t.to_string()).collect()),
+                ..Inputs::default()
+            },
+        );
+        assert_eq!(fleet.current, vec!["a", "b", "c"]);
+        assert!(fleet.from_last_samples.is_empty());
+        assert_eq!(fleet.terminal.get("b"), Some(&2));
     }
 
     #[test]
