@@ -4,7 +4,10 @@
 //! query). Prints both medians, their ratio (target: <= 1.5) and rollgate's own peak heap during
 //! a measurement, counted by a global allocator (target: < 100 MB).
 //!
-//! `cargo bench --bench fleet_scale` (FLEET_CLUSTERS=2000 for a quicker run; FLEET_ROUNDS=N).
+//! `cargo bench --bench fleet_scale` (FLEET_CLUSTERS=2000 for a quicker run; FLEET_ROUNDS=N;
+//! FLEET_PHASES=1 also loads `kube_pod_status_phase` for every pod, five series each as
+//! kube-state-metrics writes them, so the cost of `ignoreTerminalPods`' join shows;
+//! FLEET_IGNORE_TERMINAL=0 measures with `ignoreTerminalPods: false`).
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -85,7 +88,9 @@ fn env_usize(name: &str, default: usize) -> usize {
 fn main() {
     let clusters = env_usize("FLEET_CLUSTERS", 10_000);
     let rounds = env_usize("FLEET_ROUNDS", 6).clamp(1, 50);
-    let params = big_fleet(clusters, 30);
+    let mut params = big_fleet(clusters, 30);
+    params.phases = env_usize("FLEET_PHASES", 0) == 1;
+    let ignore_terminal = env_usize("FLEET_IGNORE_TERMINAL", 1) == 1;
     let base = base_now();
     let started = Instant::now();
     let text = fleet_dataset(&params, base);
@@ -113,6 +118,7 @@ fn main() {
                     "version": {"expected": digest},
                     "expectedTargets": expect.inventory,
                     "workloads": true,
+                    "ignoreTerminalPods": ignore_terminal,
                 },
                 "noData": "fail"
             }}}
@@ -144,6 +150,7 @@ fn main() {
             .iter()
             .filter(|(k, _)| {
                 k.as_str() == "query.versions"
+                    || k.as_str() == "query.terminal"
                     || k.as_str() == "query.reporting"
                     || k.starts_with("query.stall.")
             })

@@ -13,6 +13,7 @@ use rollgate::measurement::{Measurement, Phase};
 use rollgate::prometheus::{Backend, Client};
 use rollgate::spec::Metric;
 use serde_json::{json, Value};
+use support::inventories;
 use support::prom::{shared, PromServer};
 use support::scenarios::{
     base_now, clean_fleet, seed_dataset, seed_fleet, standard_fleet, FleetParams, NODE_AGENT_NEW,
@@ -121,6 +122,15 @@ async fn the_standard_fleet_fails_with_exact_sets() {
         .map(|w| format!("{}/{}/{}/{}", w.cluster, w.namespace, w.kind, w.name))
         .collect();
     assert_eq!(list(&m, "stalled"), stalled);
+    // edge-331's OnDelete StatefulSet keeps its old current revision with every replica
+    // updated (kubernetes#73492): done, as the kubernetes-mixin judges it.
+    assert!(!m.message.contains("edge-331"), "{}", m.message);
+    assert!(
+        list(&m, "current").is_empty()
+            || !list(&m, "stalled")
+                .iter()
+                .any(|s| s.starts_with("edge-331/"))
+    );
     assert_eq!(m.metadata["current"], e.current.len().to_string());
 
     let v = value(&m);
@@ -158,7 +168,7 @@ async fn the_standard_fleet_fails_with_exact_sets() {
         "{msg}"
     );
     assert!(msg.contains("Deployment monitoring/agent-gateway in edge-150: 1 replica not updated and observed generation 1 behind"), "{msg}");
-    assert!(msg.contains("StatefulSet monitoring/agent-store in edge-330: current revision agent-store-7d9f6c5b8 is not the update revision"), "{msg}");
+    assert!(msg.contains("StatefulSet monitoring/agent-store in edge-330: 2 replicas not updated, current revision agent-store-7d9f6c5b8 is not the update revision"), "{msg}");
     assert!(
         msg.contains("1 excepted (edge-042: decommissioning, OPS-123, until 2099-12-31)"),
         "{msg}"
@@ -539,4 +549,315 @@ fn describe_lists_every_query() {
     ] {
         assert!(d.contains_key(key), "{key}: {d:?}");
     }
+}
+
+// ------------------------------------------------------------------------------------------
+// kube-state-metrics as it really is, and GitOps inventories (support/inventories.rs)
+// ------------------------------------------------------------------------------------------
+
+static INVENTORIES: std::sync::OnceLock<PromServer> = std::sync::OnceLock::new();
+
+/// One Prometheus with `inventories_dataset` loaded, shared by the tests below.
+async fn inventories() -> &'static PromServer {
+    if let Some(p) = INVENTORIES.get() {
+        return p;
+    }
+    let server = tokio::task::spawn_blocking(|| {
+        let base = base_now();
+        PromServer::start(base, &inventories::inventories_dataset(base))
+    })
+    .await
+    .unwrap();
+    // Two tests may race to start one; the loser's server is dropped (and stopped).
+    let _ = INVENTORIES.set(server);
+    INVENTORIES.get().unwrap()
+}
+
+/// A fleet metric over the kube-state-metrics reality fleet, `fleet` merged over the default.
+fn ksm_metric(p: &PromServer, fleet: Value) -> Metric {
+    let mut f = json!({
+        "selector": format!("kube_pod_container_info{{namespace=\"{}\", container=\"node-agent\"}}", inventories::KSM_NAMESPACE),
+        "expectedTargets": inventories::ksm_clusters(),
+    });
+    for (k, v) in fleet.as_object().unwrap() {
+        f[k] = v.clone();
+    }
+    metric(&p.url, f, json!({}))
+}
+
+#[tokio::test]
+async fn terminal_pods_are_not_stragglers_unless_asked_and_missing_phases_remove_nothing() {
+    let p = inventories().await;
+    let m = measure_at(&ksm_metric(p, json!({})), p.base).await;
+    assert_eq!(m.phase, Phase::Failed, "{m:?}");
+    // site-03's evicted pod is left out; site-04's pod has no phase data and stays; site-05's
+    // Pending pod is live; site-08 runs the old image under a bare id. site-01 (docker-pullable)
+    // and site-02 (bare id of the new image) are current.
+    assert_eq!(
+        list(&m, "stragglers"),
+        set(["site-04", "site-05", "site-08"])
+    );
+    assert_eq!(list(&m, "terminalPods"), set(["site-03=1"]));
+    assert_eq!(value(&m)["terminalPods"], 1);
+    assert_eq!(value(&m)["current"], 7);
+    assert!(
+        m.message
+            .contains("1 pod in a terminal phase (Succeeded, Failed) not judged (site-03 1)"),
+        "{}",
+        m.message
+    );
+    let versions = value(&m)["versions"].clone();
+    let digest = NODE_AGENT_NEW.digest;
+    assert_eq!(
+        versions[format!("docker-pullable://{}", NODE_AGENT_NEW.image_id())],
+        2
+    );
+    assert_eq!(versions[format!("sha256:{digest}")], 2);
+    assert_eq!(versions[format!("sha256:{}", NODE_AGENT_OLD.digest)], 1);
+    assert!(m.metadata["query.terminal"].contains("kube_pod_status_phase"));
+    assert!(!m.metadata["query.versions"].contains("kube_pod_status_phase"));
+
+    let counted = measure_at(&ksm_metric(p, json!({"ignoreTerminalPods": false})), p.base).await;
+    assert_eq!(
+        list(&counted, "stragglers"),
+        set(["site-03", "site-04", "site-05", "site-08"])
+    );
+    assert!(!counted.metadata.contains_key("terminalPods"));
+    assert!(value(&counted).get("terminalPods").is_none());
+}
+
+#[tokio::test]
+async fn the_spec_names_which_init_containers_count() {
+    let p = inventories().await;
+    let base = ["site-04", "site-05", "site-08"];
+    // Every init container: Istio's istio-init and native istio-proxy sidecar make all ten
+    // clusters stragglers, which is why the spec can name them.
+    let all = measure_at(
+        &ksm_metric(p, json!({"includeInitContainers": true})),
+        p.base,
+    )
+    .await;
+    assert_eq!(list(&all, "stragglers"), set(inventories::ksm_clusters()));
+
+    let named = measure_at(
+        &ksm_metric(p, json!({"initContainers": {"names": ["node-agent-init"]}})),
+        p.base,
+    )
+    .await;
+    let mut want = set(base);
+    want.insert("site-06".into());
+    // site-03's evicted pod has node-agent-init on the old image too, but the pod has ended.
+    assert_eq!(list(&named, "stragglers"), want);
+    assert!(
+        named.message.contains("site-06 1 init container"),
+        "{}",
+        named.message
+    );
+
+    let with_cache = measure_at(
+        &ksm_metric(
+            p,
+            json!({"initContainers": {"names": ["node-agent-init", "node-agent-cache"]}}),
+        ),
+        p.base,
+    )
+    .await;
+    let mut want_cache = want.clone();
+    want_cache.insert("site-07".into());
+    assert_eq!(list(&with_cache, "stragglers"), want_cache);
+
+    // sidecars: false drops restart_policy="Always" (site-07's native sidecar).
+    let no_sidecars = measure_at(
+        &ksm_metric(
+            p,
+            json!({"initContainers": {"names": ["node-agent-init", "node-agent-cache"], "sidecars": false}}),
+        ),
+        p.base,
+    )
+    .await;
+    assert_eq!(list(&no_sidecars, "stragglers"), want);
+    assert!(no_sidecars.metadata["query.init"].contains("restart_policy!=\"Always\""));
+}
+
+#[tokio::test]
+async fn image_id_forms_match_a_bare_digest() {
+    let p = inventories().await;
+    // Only the three image_id forms, on clusters that have nothing else.
+    let m = measure_at(
+        &ksm_metric(
+            p,
+            json!({"expectedTargets": ["site-00", "site-01", "site-02", "site-08"]}),
+        ),
+        p.base,
+    )
+    .await;
+    assert_eq!(list(&m, "stragglers"), set(["site-08"]));
+    assert_eq!(value(&m)["current"], 3);
+    let old = format!("sha256:{}…", &NODE_AGENT_OLD.digest[..12]);
+    assert!(m.message.contains(&old), "{}", m.message);
+    // The same digest given in full as repo@digest matches only that exact form.
+    let exact = measure_at(
+        &ksm_metric(
+            p,
+            json!({"expectedTargets": ["site-00", "site-01", "site-02"], "version": {"expected": NODE_AGENT_NEW.image_id()}}),
+        ),
+        p.base,
+    )
+    .await;
+    assert_eq!(list(&exact, "stragglers"), set(["site-01", "site-02"]));
+}
+
+#[tokio::test]
+async fn kube_state_metrics_before_2_3_has_no_image_spec() {
+    let p = inventories().await;
+    let legacy = |version: Value| {
+        metric(
+            &p.url,
+            json!({
+                "selector": format!("kube_pod_container_info{{namespace=\"{}\"}}", inventories::LEGACY_NAMESPACE),
+                "expectedTargets": ["legacy-0", "legacy-1", "legacy-2"],
+                "version": version,
+            }),
+            json!({}),
+        )
+    };
+    let m = measure_at(
+        &legacy(json!({"label": "image_spec", "expected": NODE_AGENT_NEW.image()})),
+        p.base,
+    )
+    .await;
+    assert_eq!(m.phase, Phase::Error, "{m:?}");
+    assert_eq!(
+        m.message,
+        "version.label image_spec is on none of the 6 series fleet.selector matches (kube-state-metrics adds image_spec from v2.3.0 on; with an older one use version.label image or image_id)"
+    );
+    let m = measure_at(
+        &legacy(json!({"label": "image", "expected": NODE_AGENT_NEW.image()})),
+        p.base,
+    )
+    .await;
+    assert_eq!(m.phase, Phase::Successful, "{m:?}");
+}
+
+#[tokio::test]
+async fn argo_cd_applications_must_be_synced_and_healthy() {
+    let p = inventories().await;
+    let dests = inventories::argocd_destinations();
+    let m = measure_at(
+        &metric(
+            &p.url,
+            json!({
+                "selector": "argocd_app_info{project=\"edge\", name=~\"node-agent-.*\"}",
+                "groupBy": "dest_server",
+                "version": [
+                    {"label": "sync_status", "expected": "Synced"},
+                    {"label": "health_status", "expected": "Healthy"},
+                ],
+                "expectedTargets": dests,
+            }),
+            json!({}),
+        ),
+        p.base,
+    )
+    .await;
+    assert_eq!(m.phase, Phase::Failed, "{m:?}");
+    let d = |i: usize| dests[i].clone();
+    assert_eq!(list(&m, "stragglers"), set([d(2), d(3), d(4), d(6)]));
+    assert_eq!(list(&m, "silent"), set([d(5)]));
+    let v = value(&m);
+    assert_eq!(v["current"], 3);
+    assert_eq!(
+        v["versions"]["sync_status=Synced, health_status=Healthy"],
+        3
+    );
+    assert_eq!(
+        v["versions"]["sync_status=OutOfSync, health_status=Healthy"],
+        1
+    );
+    assert!(v.get("terminalPods").is_none(), "not a pod metric");
+    assert!(
+        m.message.starts_with("4 of 8 dest_servers still run "),
+        "{}",
+        m.message
+    );
+    assert!(
+        m.message.contains(&format!("{} 1 series", d(2))),
+        "{}",
+        m.message
+    );
+    // The log-shipper applications (OutOfSync everywhere) are outside the selector.
+    assert_eq!(v["versions"].as_object().unwrap().len(), 5);
+
+    // Sync status alone passes site-03/04 (Synced but not Healthy): both labels matter.
+    let synced_only = measure_at(
+        &metric(
+            &p.url,
+            json!({
+                "selector": "argocd_app_info{project=\"edge\", name=~\"node-agent-.*\"}",
+                "groupBy": "dest_server",
+                "version": {"label": "sync_status", "expected": "Synced"},
+                "expectedTargets": dests,
+            }),
+            json!({}),
+        ),
+        p.base,
+    )
+    .await;
+    assert_eq!(list(&synced_only, "stragglers"), set([d(2), d(6)]));
+}
+
+#[tokio::test]
+async fn flux_kustomizations_must_have_the_revision_and_be_ready() {
+    let p = inventories().await;
+    let m = measure_at(
+        &metric(
+            &p.url,
+            json!({
+                "selector": "gotk_resource_info{customresource_kind=\"Kustomization\", exported_namespace=\"flux-system\", name=\"edge-agents\"}",
+                "version": [
+                    {"label": "revision", "expected": inventories::FLUX_NEW},
+                    {"label": "ready", "expected": "True"},
+                ],
+                "expectedTargets": inventories::flux_clusters(),
+            }),
+            json!({}),
+        ),
+        p.base,
+    )
+    .await;
+    assert_eq!(m.phase, Phase::Failed, "{m:?}");
+    assert_eq!(list(&m, "stragglers"), set(["flux-1", "flux-2", "flux-3"]));
+    assert_eq!(list(&m, "silent"), set(["flux-4"]));
+    assert!(
+        m.message.contains("flux-4 last seen 2h ago"),
+        "{}",
+        m.message
+    );
+    let v = value(&m);
+    assert_eq!(v["current"], 2);
+    assert_eq!(
+        v["versions"][format!("revision={}, ready=True", inventories::FLUX_NEW)],
+        2
+    );
+    assert_eq!(
+        v["versions"][format!("revision={}, ready=False", inventories::FLUX_NEW)],
+        1
+    );
+}
+
+#[test]
+fn workloads_need_a_pod_metric_selector() {
+    let spec = json!({"prometheus": {"address": "http://127.0.0.1:9"}, "noData": "fail", "fleet": {
+        "selector": "argocd_app_info{project=\"edge\"}",
+        "groupBy": "dest_server",
+        "version": {"label": "sync_status", "expected": "Synced"},
+        "expectedTargets": "reporting",
+        "workloads": true,
+    }});
+    let m = json!({"name": "fleet", "provider": {"plugin": {"rollgate/analysis": spec}}});
+    let e = Metric::from_value(&m, "").unwrap_err().to_string();
+    assert!(
+        e.contains("fleet.workloads: needs a pod metric selector"),
+        "{e}"
+    );
 }

@@ -139,7 +139,7 @@ spec:
             noData: fail
 "#;
 
-/// a current with a stalled DaemonSet, b old (excepted until 30 min: promtool's clock starts
+/// a current with a stalled DaemonSet (and an evicted pod on the old image), b old (excepted until 30 min: promtool's clock starts
 /// at the Unix epoch), c silent after 30 min, d old but excepted, e old outside the inventory.
 fn test_file() -> String {
     let pod = |cluster: &str, digest: &str, values: &str| {
@@ -158,6 +158,12 @@ fn test_file() -> String {
     series += &pod("c", NEW, "1x30");
     series += &pod("d", OLD, "1x180");
     series += &pod("e", OLD, "1x180");
+    // An evicted pod of a on the old image: phase Failed, so not an old version (as in the
+    // gate, kube-state-metrics' one series per phase, 1 for the current one).
+    series += "      - series: 'kube_pod_container_info{cluster=\"a\",namespace=\"ns\",container=\"agent\",pod=\"a-evicted\",image_id=\"repo/agent@OLDDIGEST\"}'\n        values: '1x180'\n".replace("OLDDIGEST", OLD).as_str();
+    for (phase, v) in [("Running", 0), ("Failed", 1)] {
+        series += &format!("      - series: 'kube_pod_status_phase{{cluster=\"a\",namespace=\"ns\",pod=\"a-evicted\",phase=\"{phase}\"}}'\n        values: '{v}x180'\n");
+    }
     series += &ds("kube_daemonset_status_desired_number_scheduled", "a", 3);
     series += &ds("kube_daemonset_status_updated_number_scheduled", "a", 1);
     series += &ds("kube_daemonset_status_number_ready", "a", 3);
@@ -231,23 +237,186 @@ fn the_alerts_fire_as_the_gate_decides() {
     );
     let mut docs = documents(&out);
     check_rules(&docs, dir.path());
-    // Alert tests compare annotations word for word; the firing behaviour is what is tested
-    // here (`check rules` above has validated the annotation templates).
-    for d in &mut docs {
+    test_rules(&mut docs, dir.path(), &test_file());
+}
+
+/// Runs `promtool test rules` with `test` on the rules of `docs`. Alert tests compare
+/// annotations word for word; the firing behaviour is what is tested, so they are dropped
+/// (`check_rules` validates the annotation templates).
+fn test_rules(docs: &mut [Value], dir: &Path, test: &str) {
+    for d in docs.iter_mut() {
         for g in d["spec"]["groups"].as_array_mut().unwrap() {
             for r in g["rules"].as_array_mut().unwrap() {
                 r.as_object_mut().unwrap().remove("annotations");
             }
         }
     }
-    check_rules(&docs, dir.path());
-    std::fs::write(dir.path().join("test.yaml"), test_file()).unwrap();
-    let out = promtool(&["test", "rules", "test.yaml"], dir.path());
+    check_rules(docs, dir);
+    std::fs::write(dir.join("test.yaml"), test).unwrap();
+    let out = promtool(&["test", "rules", "test.yaml"], dir);
     assert!(
         out.status.success(),
         "promtool test rules:\n{}\n{}\n{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr),
-        std::fs::read_to_string(dir.path().join("rules.yaml")).unwrap()
+        std::fs::read_to_string(dir.join("rules.yaml")).unwrap()
     );
+}
+
+#[test]
+fn namespace_and_labels_place_the_rule_for_a_rule_selector() {
+    let file = root().join("manifests/argo-rollouts/analysis-template-fleet.yaml");
+    let out = rules(
+        &file,
+        &[
+            "--arg",
+            &format!("digest={NEW}"),
+            "--namespace",
+            "monitoring",
+            "--label",
+            "release=kube-prometheus-stack",
+            "--label",
+            "example.com/team=edge",
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let docs = documents(&out);
+    let meta = &docs[0]["metadata"];
+    assert_eq!(meta["namespace"], "monitoring");
+    assert_eq!(meta["labels"]["release"], "kube-prometheus-stack");
+    assert_eq!(meta["labels"]["example.com/team"], "edge");
+    assert_eq!(meta["labels"]["app.kubernetes.io/managed-by"], "rollgate");
+    let dir = tempfile::tempdir().unwrap();
+    check_rules(&docs, dir.path());
+    // Without the flags: no namespace (kubectl -n decides), only the managed-by label.
+    let plain = documents(&rules(&file, &["--arg", &format!("digest={NEW}")]));
+    assert!(plain[0]["metadata"].get("namespace").is_none());
+    assert_eq!(plain[0]["metadata"]["labels"].as_object().unwrap().len(), 1);
+
+    for (flag, value, says) in [
+        ("--namespace", "Monitoring", "expected a namespace name"),
+        ("--label", "release", "expected KEY=VALUE"),
+        ("--label", "bad key=x", "is not a Kubernetes label key"),
+        (
+            "--label",
+            "release=kube prometheus",
+            "is not a Kubernetes label value",
+        ),
+    ] {
+        let out = rules(&file, &["--arg", &format!("digest={NEW}"), flag, value]);
+        assert_eq!(out.status.code(), Some(1), "{flag} {value}: a usage error");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(says) && err.contains(flag),
+            "{flag} {value}: {err}"
+        );
+        assert!(out.stdout.is_empty());
+    }
+}
+
+#[test]
+fn the_gitops_manifests_give_rules_promtool_accepts() {
+    for (file, args) in [
+        ("analysis-template-fleet-argocd.yaml", vec![]),
+        (
+            "analysis-template-fleet-flux.yaml",
+            vec![
+                "--arg",
+                "revision=main@sha1:5f1c0e3b9a7d2c4e6f8a0b1c3d5e7f9a1b2c3d4e",
+            ],
+        ),
+    ] {
+        let path = root().join("manifests/argo-rollouts").join(file);
+        let out = rules(&path, &args);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{file}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let docs = documents(&out);
+        let rules = docs[0]["spec"]["groups"][0]["rules"].as_array().unwrap();
+        let alerts: Vec<&str> = rules.iter().map(|r| r["alert"].as_str().unwrap()).collect();
+        assert_eq!(
+            alerts,
+            vec![
+                "RollgateFleetTargetSilent",
+                "RollgateFleetOldVersionPastDeadline"
+            ],
+            "{file}"
+        );
+        // Not a pod metric: no pod-phase join.
+        assert!(
+            !rules[1]["expr"]
+                .as_str()
+                .unwrap()
+                .contains("kube_pod_status_phase"),
+            "{file}"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        check_rules(&docs, dir.path());
+    }
+}
+
+const FLUX_TEMPLATE: &str = r#"
+apiVersion: argoproj.io/v1alpha1
+kind: AnalysisTemplate
+metadata: {name: flux}
+spec:
+  metrics:
+    - name: applied
+      provider:
+        plugin:
+          rollgate/analysis:
+            fleet:
+              selector: gotk_resource_info{customresource_kind="Kustomization", name="apps"}
+              version:
+                - {label: revision, expected: "main@sha1:new"}
+                - {label: ready, expected: "True"}
+              expectedTargets: [f0, f1, f2, f3]
+              completionDeadline: 1h
+            noData: fail
+"#;
+
+/// Several version labels: an alert for every series that misses any of them, none for a
+/// series with all (f0), including one on the new revision that is not Ready (f2).
+#[test]
+fn the_old_version_alert_needs_every_version_label() {
+    let dir = tempfile::tempdir().unwrap();
+    let template = dir.path().join("template.yaml");
+    std::fs::write(&template, FLUX_TEMPLATE).unwrap();
+    let out = rules(&template, &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut docs = documents(&out);
+    let series = |cluster: &str, revision: &str, ready: &str| {
+        format!(
+            "      - series: 'gotk_resource_info{{cluster=\"{cluster}\",customresource_kind=\"Kustomization\",name=\"apps\",revision=\"{revision}\",ready=\"{ready}\"}}'\n        values: '1x120'\n"
+        )
+    };
+    let mut input = String::new();
+    input += &series("f0", "main@sha1:new", "True");
+    input += &series("f1", "main@sha1:old", "True");
+    input += &series("f2", "main@sha1:new", "False");
+    input += &series("f3", "main@sha1:new", "Unknown");
+    let labels = "rollgate_template: flux\n                rollgate_metric: applied";
+    let exp = |c: &str| {
+        format!("          - exp_labels:\n                cluster: {c}\n                severity: critical\n                {labels}\n")
+    };
+    let test = format!(
+        "rule_files: [rules.yaml]\nevaluation_interval: 1m\ntests:\n  - interval: 1m\n    input_series:\n{input}    alert_rule_test:\n      - eval_time: 30m\n        alertname: RollgateFleetOldVersionPastDeadline\n        exp_alerts: []\n      - eval_time: 90m\n        alertname: RollgateFleetOldVersionPastDeadline\n        exp_alerts:\n{}{}{}",
+        exp("f1"),
+        exp("f2"),
+        exp("f3")
+    );
+    test_rules(&mut docs, dir.path(), &test);
 }

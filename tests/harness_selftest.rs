@@ -461,7 +461,9 @@ fn check_fleet(p: &PromServer, f: &FleetParams, at: f64) {
     );
     let sts = p.query(
         &format!(
-            "kube_statefulset_status_current_revision{{{ns}}} unless on (cluster, namespace, statefulset, revision) kube_statefulset_status_update_revision{{{ns}}}"
+            // kubernetes-mixin's KubeStatefulSetUpdateNotRolledOut: revisions differ and
+            // replicas lag (the OnDelete StatefulSet, revisions differing, is done).
+            "max without (revision) (kube_statefulset_status_current_revision{{{ns}}} unless on (cluster, namespace, statefulset, revision) kube_statefulset_status_update_revision{{{ns}}}) * on (cluster, namespace, statefulset) (kube_statefulset_replicas{{{ns}}} != on (cluster, namespace, statefulset) kube_statefulset_status_replicas_updated{{{ns}}})"
         ),
         at,
     );

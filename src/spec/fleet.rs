@@ -27,6 +27,10 @@ pub const DEFAULT_GROUP_BY: &str = "cluster";
 pub const CONTAINER_INFO: &str = "kube_pod_container_info";
 /// Where kube-state-metrics reports init containers.
 pub const INIT_CONTAINER_INFO: &str = "kube_pod_init_container_info";
+/// kube-state-metrics' pod phase metric (one series per phase, 1 for the current one).
+pub const POD_STATUS_PHASE: &str = "kube_pod_status_phase";
+/// The prefix of kube-state-metrics' pod metrics: the selectors that name pods.
+pub const POD_METRIC_PREFIX: &str = "kube_pod_";
 
 /// A validated `fleet:` block.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,8 +42,16 @@ pub struct FleetSpec {
     pub series: Box<SeriesSelector>,
     /// Also read `kube_pod_init_container_info` for the selected pods.
     pub include_init_containers: bool,
-    /// Which label carries the version, and which versions are expected.
+    /// Which init containers count, when they are included (boxed, like `version`).
+    pub init_containers: Box<InitContainers>,
+    /// Pods in a terminal phase (Succeeded, Failed) are left out (`ignoreTerminalPods`).
+    pub ignore_terminal_pods: bool,
+    /// Which label carries the version, and which versions are expected (the first of
+    /// `version:`; the others, which must hold too, are in `also`).
     pub version: Box<VersionSpec>,
+    /// Further labels every series must carry with their expected value (`version:` as a
+    /// list: Synced *and* Healthy, revision *and* ready).
+    pub also: Vec<VersionSpec>,
     /// The label that names a target (`cluster`, `site`, `node`, ...).
     pub group_by: String,
     /// The inventory.
@@ -95,6 +107,15 @@ impl MatchKind {
             MatchKind::NotRegex => "!~",
         }
     }
+}
+
+/// `initContainers:`: which init containers of the selected pods count.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct InitContainers {
+    /// Only these container names (empty: every init container).
+    pub names: Vec<String>,
+    /// Whether native sidecars (`restart_policy="Always"`, kube-state-metrics >= 2.11) count.
+    pub sidecars: bool,
 }
 
 /// `version:`: the label that carries the version and what it must be.
@@ -212,6 +233,19 @@ impl FleetException {
 }
 
 impl FleetSpec {
+    /// Every version requirement, the first (`version.label`) first.
+    pub fn versions(&self) -> impl Iterator<Item = &VersionSpec> {
+        std::iter::once(self.version.as_ref()).chain(self.also.iter())
+    }
+
+    /// Whether the selector is a kube-state-metrics pod metric (`kube_pod_*`).
+    pub fn selects_pods(&self) -> bool {
+        self.series
+            .metric
+            .as_deref()
+            .is_some_and(|m| m.starts_with(POD_METRIC_PREFIX))
+    }
+
     /// Reads and validates a `fleet:` block at `path`.
     pub fn from_value(value: &Value, path: &str) -> Result<FleetSpec, SpecError> {
         let mut f = ObjectReader::new(path, value)?;
@@ -223,10 +257,27 @@ impl FleetSpec {
             .trim()
             .to_string();
         let series = read_selector(&f.path_of("selector"), &selector)?;
-        let include_init_containers = f.bool("includeInitContainers")?.unwrap_or(false);
+        let include_flag = f.bool("includeInitContainers")?;
+        let init_containers = read_init_containers(&mut f)?;
+        if include_flag == Some(false) && init_containers.is_some() {
+            return Err(SpecError::Conflict {
+                path: f.path_of("initContainers"),
+                message: "names the init containers that count, but includeInitContainers is false"
+                    .into(),
+            });
+        }
+        let include_init_containers = include_flag.unwrap_or(false) || init_containers.is_some();
+        let init_containers = init_containers.unwrap_or(InitContainers {
+            names: Vec::new(),
+            sidecars: true,
+        });
         if include_init_containers && series.metric.as_deref() != Some(CONTAINER_INFO) {
             return Err(SpecError::Conflict {
-                path: f.path_of("includeInitContainers"),
+                path: f.path_of(if include_flag.is_some() {
+                    "includeInitContainers"
+                } else {
+                    "initContainers"
+                }),
                 message: format!(
                     "needs a {CONTAINER_INFO} selector (init containers of the same pods are read from {INIT_CONTAINER_INFO})"
                 ),
@@ -236,21 +287,24 @@ impl FleetSpec {
             Some(g) => label_name(&f.path_of("groupBy"), &g)?,
             None => DEFAULT_GROUP_BY.to_string(),
         };
-        let version = match f.object("version")? {
-            Some(v) => read_version(v)?,
-            None => return Err(SpecError::Missing {
-                path: f.path_of("version"),
-                hint:
-                    "{label, expected} or {label, expectedRegex}: the version every target must run"
-                        .into(),
-            }),
+        let (version, also) = read_versions(&mut f, &group_by)?;
+        let pod_metric = series
+            .metric
+            .as_deref()
+            .is_some_and(|m| m.starts_with(POD_METRIC_PREFIX));
+        let ignore_terminal_pods = match f.bool("ignoreTerminalPods")? {
+            Some(true) if !pod_metric => {
+                return Err(SpecError::Conflict {
+                    path: f.path_of("ignoreTerminalPods"),
+                    message: format!(
+                        "needs a pod metric selector ({CONTAINER_INFO}, ...): pod phases are joined on the pod label, which {} lacks",
+                        series.metric.as_deref().unwrap_or("the selector")
+                    ),
+                })
+            }
+            Some(v) => v,
+            None => pod_metric,
         };
-        if version.label == group_by {
-            return Err(SpecError::Conflict {
-                path: f.path_of("version.label"),
-                message: format!("must differ from groupBy ({group_by})"),
-            });
-        }
         let expected_targets = read_expected_targets(&mut f)?;
         let max_staleness = f.duration("maxStaleness")?.unwrap_or(DEFAULT_MAX_STALENESS);
         if max_staleness < Duration::from_secs(1) {
@@ -262,6 +316,15 @@ impl FleetSpec {
         }
         let min_completion = f.number("minCompletion", 0.0, 1.0)?.unwrap_or(1.0);
         let workloads = f.bool("workloads")?.unwrap_or(false);
+        if workloads && !pod_metric {
+            return Err(SpecError::Conflict {
+                path: f.path_of("workloads"),
+                message: format!(
+                    "needs a pod metric selector ({CONTAINER_INFO}, ...) whose matchers scope the DaemonSets, Deployments and StatefulSets checked; {} is not one",
+                    series.metric.as_deref().unwrap_or("a selector without a metric name")
+                ),
+            });
+        }
         let completion_deadline = f.duration("completionDeadline")?;
         if completion_deadline.is_some_and(|d| d < Duration::from_secs(60)) {
             return Err(SpecError::Invalid {
@@ -276,7 +339,10 @@ impl FleetSpec {
             selector,
             series: Box::new(series),
             include_init_containers,
+            init_containers: Box::new(init_containers),
+            ignore_terminal_pods,
             version: Box::new(version),
+            also,
             group_by,
             expected_targets,
             max_staleness,
@@ -350,6 +416,97 @@ fn label_name(path: &str, name: &str) -> Result<String, SpecError> {
             &Value::String(name.to_string()),
         ))
     }
+}
+
+/// `version:` as one `{label, expected}` or a non-empty list of them (all must hold).
+fn read_versions(
+    f: &mut ObjectReader<'_>,
+    group_by: &str,
+) -> Result<(VersionSpec, Vec<VersionSpec>), SpecError> {
+    let path = f.path_of("version");
+    let mut versions = match f.get("version") {
+        None => {
+            return Err(SpecError::Missing {
+                path,
+                hint: "{label, expected} or {label, expectedRegex} (or a list of them, all required): the version every target must run".into(),
+            })
+        }
+        Some(Value::Array(items)) if !items.is_empty() => {
+            let mut out = Vec::with_capacity(items.len());
+            for (i, item) in items.iter().enumerate() {
+                out.push((
+                    format!("{path}[{i}]"),
+                    read_version(ObjectReader::new(&format!("{path}[{i}]"), item)?)?,
+                ));
+            }
+            out
+        }
+        Some(v @ Value::Object(_)) => vec![(path.clone(), read_version(ObjectReader::new(&path, v)?)?)],
+        Some(other) => {
+            return Err(invalid(
+                &path,
+                "{label, expected} or a non-empty list of them",
+                other,
+            ))
+        }
+    };
+    let mut seen = BTreeSet::new();
+    for (at, v) in &versions {
+        if v.label == group_by {
+            return Err(SpecError::Conflict {
+                path: format!("{at}.label"),
+                message: format!("must differ from groupBy ({group_by})"),
+            });
+        }
+        if !seen.insert(v.label.clone()) {
+            return Err(SpecError::Conflict {
+                path: format!("{at}.label"),
+                message: format!("{} is named twice", v.label),
+            });
+        }
+    }
+    let first = versions.remove(0).1;
+    Ok((first, versions.into_iter().map(|(_, v)| v).collect()))
+}
+
+/// Non-empty strings, trimmed, sorted, without duplicates; an error names the bad item.
+fn name_list(path: &str, items: &[Value], expected: &str) -> Result<Vec<String>, SpecError> {
+    let mut names = BTreeSet::new();
+    for (i, item) in items.iter().enumerate() {
+        match item {
+            Value::String(s) if !s.trim().is_empty() => {
+                names.insert(s.trim().to_string());
+            }
+            other => return Err(invalid(&format!("{path}[{i}]"), expected, other)),
+        }
+    }
+    Ok(names.into_iter().collect())
+}
+
+/// `initContainers: {names, sidecars}`; `None` when absent.
+fn read_init_containers(f: &mut ObjectReader<'_>) -> Result<Option<InitContainers>, SpecError> {
+    let Some(mut o) = f.object("initContainers")? else {
+        return Ok(None);
+    };
+    let names_path = o.path_of("names");
+    let names = match o.get("names") {
+        None => Vec::new(),
+        Some(Value::Array(items)) if !items.is_empty() => name_list(
+            &names_path,
+            items,
+            "an init container name (a non-empty string)",
+        )?,
+        Some(other) => {
+            return Err(invalid(
+                &names_path,
+                "a non-empty list of init container names",
+                other,
+            ))
+        }
+    };
+    let sidecars = o.bool("sidecars")?.unwrap_or(true);
+    o.finish()?;
+    Ok(Some(InitContainers { names, sidecars }))
 }
 
 fn read_version(mut v: ObjectReader<'_>) -> Result<VersionSpec, SpecError> {
@@ -428,24 +585,9 @@ fn read_expected_targets(f: &mut ObjectReader<'_>) -> Result<ExpectedTargets, Sp
             Ok(ExpectedTargets::Query(q))
         }
         (Some(Value::String(s)), None) if s == "reporting" => Ok(ExpectedTargets::Reporting),
-        (Some(Value::Array(items)), None) if !items.is_empty() => {
-            let mut names = BTreeSet::new();
-            for (i, item) in items.iter().enumerate() {
-                match item {
-                    Value::String(s) if !s.trim().is_empty() => {
-                        names.insert(s.trim().to_string());
-                    }
-                    other => {
-                        return Err(invalid(
-                            &format!("{path}[{i}]"),
-                            "a target name (a non-empty string)",
-                            other,
-                        ))
-                    }
-                }
-            }
-            Ok(ExpectedTargets::List(names.into_iter().collect()))
-        }
+        (Some(Value::Array(items)), None) if !items.is_empty() => Ok(ExpectedTargets::List(
+            name_list(&path, items, "a target name (a non-empty string)")?,
+        )),
         (Some(other), None) => Err(invalid(&path, EXPECTED, other)),
     }
 }
@@ -607,6 +749,111 @@ mod tests {
         ));
         assert!(
             e.starts_with("fleet.includeInitContainers: needs a kube_pod_container_info"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn ksm_reality_keys_are_validated() {
+        let f = FleetSpec::from_value(&base(), "fleet").unwrap();
+        assert!(f.ignore_terminal_pods, "on by default for pod metrics");
+        let e = err(with(
+            json!({"selector": "argocd_app_info{project=\"edge\"}", "workloads": true}),
+        ));
+        assert!(
+            e.starts_with("fleet.workloads: needs a pod metric selector")
+                && e.contains("argocd_app_info is not one"),
+            "{e}"
+        );
+        let e = err(with(
+            json!({"selector": "argocd_app_info", "ignoreTerminalPods": true}),
+        ));
+        assert!(
+            e.starts_with("fleet.ignoreTerminalPods: needs a pod metric selector"),
+            "{e}"
+        );
+        let e = err(with(json!({"ignoreTerminalPods": "yes"})));
+        assert!(e.starts_with("fleet.ignoreTerminalPods: expected"), "{e}");
+        let e = err(with(json!({"initContainers": {"names": []}})));
+        assert!(
+            e.starts_with("fleet.initContainers.names: expected a non-empty list"),
+            "{e}"
+        );
+        let e = err(with(json!({"initContainers": {"names": ["a", 3]}})));
+        assert!(
+            e.starts_with("fleet.initContainers.names[1]: expected an init container name"),
+            "{e}"
+        );
+        let e = err(with(json!({"initContainers": {"name": ["a"]}})));
+        assert!(
+            e.starts_with("fleet.initContainers.name: unknown key (did you mean \"names\"?)"),
+            "{e}"
+        );
+        let e = err(with(
+            json!({"initContainers": {"names": ["a"]}, "includeInitContainers": false}),
+        ));
+        assert!(
+            e.starts_with("fleet.initContainers: names the init containers"),
+            "{e}"
+        );
+        let e = err(with(
+            json!({"selector": "up", "initContainers": {"sidecars": false}}),
+        ));
+        assert!(
+            e.starts_with("fleet.initContainers: needs a kube_pod_container_info"),
+            "{e}"
+        );
+        let f = FleetSpec::from_value(
+            &with(json!({"initContainers": {"names": ["b", "a", "b"]}})),
+            "fleet",
+        )
+        .unwrap();
+        assert!(f.include_init_containers);
+        assert_eq!(
+            *f.init_containers,
+            InitContainers {
+                names: vec!["a".into(), "b".into()],
+                sidecars: true
+            }
+        );
+    }
+
+    #[test]
+    fn version_may_list_several_labels() {
+        let v = with(
+            json!({"selector": "gotk_resource_info{customresource_kind=\"Kustomization\"}", "version": [
+                {"label": "revision", "expected": "main@sha1:1"},
+                {"label": "ready", "expected": "True"},
+            ]}),
+        );
+        let f = FleetSpec::from_value(&v, "fleet").unwrap();
+        assert_eq!(f.version.label, "revision");
+        assert_eq!(f.also.len(), 1);
+        assert_eq!(
+            f.versions().map(|v| v.label.as_str()).collect::<Vec<_>>(),
+            vec!["revision", "ready"]
+        );
+        let e = err(with(json!({"version": []})));
+        assert!(
+            e.starts_with("fleet.version: expected {label, expected} or a non-empty list"),
+            "{e}"
+        );
+        let e = err(with(
+            json!({"version": [{"label": "ready", "expected": "True"}, {"label": "ready", "expected": "False"}]}),
+        ));
+        assert_eq!(e, "fleet.version[1].label: ready is named twice");
+        let e = err(with(
+            json!({"version": [{"label": "ready", "expected": "True"}, {"label": "ready"}]}),
+        ));
+        assert!(
+            e.starts_with("fleet.version[1].expected: is required"),
+            "{e}"
+        );
+        let e = err(with(
+            json!({"version": [{"label": "cluster", "expected": "x"}]}),
+        ));
+        assert!(
+            e.starts_with("fleet.version[0].label: must differ from groupBy"),
             "{e}"
         );
     }

@@ -7,6 +7,7 @@
 #![allow(dead_code)]
 
 pub mod gohost;
+pub mod inventories;
 pub mod prom;
 pub mod scenarios;
 pub mod stub;

@@ -778,7 +778,9 @@ pub const LOG_SHIPPER_NEW: Image = Image {
 /// - with `deployment`: `kube_deployment_spec_replicas` (2), `kube_deployment_status_replicas_updated`,
 ///   `kube_deployment_metadata_generation`, `kube_deployment_status_observed_generation`;
 /// - with `statefulset`: `kube_statefulset_status_current_revision` /
-///   `kube_statefulset_status_update_revision{cluster,namespace,statefulset,revision}`.
+///   `kube_statefulset_status_update_revision{cluster,namespace,statefulset,revision}`,
+///   `kube_statefulset_replicas` (3) and `kube_statefulset_status_replicas_updated`
+///   `{cluster,namespace,statefulset}` (kube-state-metrics v2 `internal/store/statefulset.go`).
 ///
 /// Reporting clusters are sampled every `step` from `from` to `to` (relative to base). Silent
 /// clusters report for one hour, ending `silent_for` seconds before base, on the old version.
@@ -817,8 +819,12 @@ pub struct FleetParams {
     pub stalled_daemonset: Option<usize>,
     /// A cluster whose Deployment is stalled: spec 2, updated 1, generation 7, observed 6.
     pub stalled_deployment: Option<usize>,
-    /// A cluster whose StatefulSet is stalled: current revision != update revision.
+    /// A cluster whose StatefulSet is stalled: current revision != update revision and
+    /// 1 of 3 replicas updated.
     pub stalled_statefulset: Option<usize>,
+    /// A cluster whose StatefulSet has `updateStrategy: OnDelete` and is done: its current
+    /// revision never advances (kubernetes#73492), but all 3 replicas are updated. Not stalled.
+    pub ondelete_statefulset: Option<usize>,
     /// Reporting clusters outside the inventory, with the version all their pods run.
     pub unexpected: Vec<(String, Version)>,
     /// A cluster whose pod 0 has its init container on the old image (main containers new).
@@ -832,6 +838,10 @@ pub struct FleetParams {
     pub to: i64,
     /// Sample step, seconds (at most 300: Prometheus' 5 m lookback always finds a sample).
     pub step: i64,
+    /// Also write `kube_pod_status_phase{cluster,namespace,pod,phase}` for every pod, as
+    /// kube-state-metrics does (five series, Running 1, the others 0); off in the standard
+    /// fleet, whose pods thereby have no phase data.
+    pub phases: bool,
 }
 
 /// A straggler: a reporting cluster with containers on the old image.
@@ -921,7 +931,10 @@ impl FleetExpect {
 ///   ready 2), edge-241 (3), edge-277 (1), edge-305 (2), edge-342 (3), edge-389 (1);
 /// - silent for 2 h: edge-058, edge-311 (last seen on the old image);
 /// - stalled workloads: DaemonSet node-agent in edge-203, Deployment agent-gateway in edge-150
-///   (spec 2, updated 1, generation 7 vs observed 6), StatefulSet agent-store in edge-330;
+///   (spec 2, updated 1, generation 7 vs observed 6), StatefulSet agent-store in edge-330
+///   (revisions differ, 1 of 3 replicas updated);
+/// - not stalled: StatefulSet agent-store in edge-331, `OnDelete`, revisions differ but all 3
+///   replicas updated (the kubernetes-mixin's KubeStatefulSetUpdateNotRolledOut does not fire);
 /// - outside the inventory: edge-lab-01, 3 pods on the old image;
 /// - init container on the old image: edge-120 pod 0 (its main containers are new);
 /// - no `image_id` label: edge-250 pod 0.
@@ -959,12 +972,14 @@ pub fn standard_fleet() -> FleetParams {
         stalled_daemonset: Some(203),
         stalled_deployment: Some(150),
         stalled_statefulset: Some(330),
+        ondelete_statefulset: Some(331),
         unexpected: vec![("edge-lab-01".into(), Version::Old)],
         init_old: Some(120),
         missing_version: Some(250),
         from: FROM,
         to: TO,
         step: 240,
+        phases: false,
     }
 }
 
@@ -991,12 +1006,14 @@ pub fn clean_fleet() -> FleetParams {
         stalled_daemonset: None,
         stalled_deployment: None,
         stalled_statefulset: None,
+        ondelete_statefulset: None,
         unexpected: vec![],
         init_old: None,
         missing_version: None,
         from: FROM,
         to: TO,
         step: 240,
+        phases: false,
     }
 }
 
@@ -1071,6 +1088,7 @@ pub fn big_fleet(clusters: usize, pods: usize) -> FleetParams {
         stalled_daemonset: next(clusters / 10),
         stalled_deployment: next(clusters / 10),
         stalled_statefulset: next(clusters / 10),
+        ondelete_statefulset: None,
         missing_version: next(clusters / 10),
         unexpected: vec![("edge-lab-01".into(), Version::Old)],
         from: -300,
@@ -1100,6 +1118,7 @@ struct ClusterPlan {
     stalled_ds: bool,
     stalled_deploy: bool,
     stalled_sts: bool,
+    ondelete_sts: bool,
 }
 
 impl FleetParams {
@@ -1133,9 +1152,13 @@ impl FleetParams {
         assert_eq!(n, special.len(), "fleet: a cluster has two roles");
         assert!(special.iter().all(|c| *c < self.clusters));
         assert!(self.step > 0 && self.step <= 300 && self.pods > 0);
-        for c in [self.stalled_deployment, self.stalled_statefulset]
-            .into_iter()
-            .flatten()
+        for c in [
+            self.stalled_deployment,
+            self.stalled_statefulset,
+            self.ondelete_statefulset,
+        ]
+        .into_iter()
+        .flatten()
         {
             assert!(c < self.clusters && !self.silent.contains(&c));
         }
@@ -1171,6 +1194,7 @@ impl FleetParams {
                 stalled_ds: self.stalled_daemonset == Some(i),
                 stalled_deploy: self.stalled_deployment == Some(i),
                 stalled_sts: self.stalled_statefulset == Some(i),
+                ondelete_sts: self.ondelete_statefulset == Some(i),
             });
         }
         for (name, v) in &self.unexpected {
@@ -1183,6 +1207,7 @@ impl FleetParams {
                 stalled_ds: false,
                 stalled_deploy: false,
                 stalled_sts: false,
+                ondelete_sts: false,
             });
         }
         out
@@ -1290,6 +1315,26 @@ impl FleetParams {
         if self.init_container.is_some() {
             families.push(("kube_pod_init_container_info", init_name.as_str(), true));
         }
+        if self.phases {
+            let buf = ds.family("kube_pod_status_phase", "gauge");
+            for c in &plans {
+                for p in 0..c.pods.len() {
+                    let pod = self.pod_name(&c.name, p);
+                    for phase in ["Pending", "Succeeded", "Failed", "Unknown", "Running"] {
+                        let labels = [
+                            ("cluster", c.name.as_str()),
+                            ("namespace", ns),
+                            ("pod", pod.as_str()),
+                            ("phase", phase),
+                        ];
+                        let v = if phase == "Running" { 1.0 } else { 0.0 };
+                        for t in ts(c) {
+                            push_sample(buf, "kube_pod_status_phase", &labels, v, *t);
+                        }
+                    }
+                }
+            }
+        }
         for (family, container, init) in families {
             let buf = ds.family(family, "gauge");
             for c in &plans {
@@ -1366,7 +1411,8 @@ impl FleetParams {
             ] {
                 let buf = ds.family(name, "gauge");
                 for c in &plans {
-                    let rev = if update || !c.stalled_sts {
+                    let behind = c.stalled_sts || c.ondelete_sts;
+                    let rev = if update || !behind {
                         &new_rev
                     } else {
                         &old_rev
@@ -1379,6 +1425,25 @@ impl FleetParams {
                     ];
                     for t in ts(c) {
                         push_sample(buf, name, &labels, 1.0, *t);
+                    }
+                }
+            }
+            // (metric, value when stalled, value otherwise)
+            let replicas = [
+                ("kube_statefulset_replicas", 3.0, 3.0),
+                ("kube_statefulset_status_replicas_updated", 1.0, 3.0),
+            ];
+            for (name, stalled, normal) in replicas {
+                let buf = ds.family(name, "gauge");
+                for c in &plans {
+                    let labels = [
+                        ("cluster", c.name.as_str()),
+                        ("namespace", ns),
+                        ("statefulset", s.as_str()),
+                    ];
+                    let v = if c.stalled_sts { stalled } else { normal };
+                    for t in ts(c) {
+                        push_sample(buf, name, &labels, v, *t);
                     }
                 }
             }

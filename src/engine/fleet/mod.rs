@@ -11,6 +11,8 @@ mod report;
 mod rules;
 mod state;
 
+pub use rules::RulePlacement;
+
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
@@ -27,7 +29,7 @@ use super::{Engine, EvalOptions, Outcome};
 
 use promql::{last_seen_query, last_seen_window, FleetQueries};
 use report::LastSeen;
-use state::{classify, read_stalls, read_targets, read_view, Inputs};
+use state::{classify, labels_present, read_stalls, read_targets, read_view, Inputs};
 
 /// Most silent targets whose last sample is looked up (the message names ten).
 const LAST_SEEN_MAX: usize = 200;
@@ -36,6 +38,7 @@ const LAST_SEEN_MAX: usize = 200;
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Role {
     Versions,
+    Terminal,
     Reporting,
     Init,
     Inventory,
@@ -46,6 +49,7 @@ impl Role {
     fn describe(self) -> String {
         match self {
             Role::Versions => "versions query".into(),
+            Role::Terminal => "terminal-pods query".into(),
             Role::Reporting => "reporting query".into(),
             Role::Init => "init-container query".into(),
             Role::Inventory => "expectedTargetsQuery".into(),
@@ -73,6 +77,9 @@ impl Engine {
             (Role::Versions, &queries.versions),
             (Role::Reporting, &queries.reporting),
         ];
+        if let Some(q) = &queries.terminal {
+            round.push((Role::Terminal, q));
+        }
         if let Some(q) = &queries.init {
             round.push((Role::Init, q));
         }
@@ -86,18 +93,28 @@ impl Engine {
 
         let mut inputs = Inputs::default();
         let mut inventory_empty = false;
+        let versions: Vec<&crate::spec::VersionSpec> = spec.versions().collect();
+        let labels: Vec<&str> = versions.iter().map(|v| v.label.as_str()).collect();
+        let mut labels_seen = std::collections::BTreeSet::new();
         for ((role, _), answer) in round.iter().zip(answers) {
             let response = match answer {
                 Ok(r) => r,
                 Err(e) => return out.error(format!("fleet {} failed: {e}", role.describe())),
             };
             note_warnings(&mut out, &response);
+            if matches!(role, Role::Versions | Role::Reporting | Role::Terminal) {
+                labels_seen.extend(labels_present(&response.data, &labels));
+            }
             let read = match role {
-                Role::Versions => read_view(&response.data, &spec.group_by, &spec.version.label)
-                    .map(|v| inputs.now = v),
-                Role::Reporting => read_view(&response.data, &spec.group_by, &spec.version.label)
-                    .map(|v| inputs.recent = v),
-                Role::Init => read_view(&response.data, &spec.group_by, &spec.version.label)
+                Role::Versions => {
+                    read_view(&response.data, &spec.group_by, &versions).map(|v| inputs.now = v)
+                }
+                Role::Terminal => read_view(&response.data, &spec.group_by, &versions)
+                    .map(|v| inputs.terminal = v),
+                Role::Reporting => {
+                    read_view(&response.data, &spec.group_by, &versions).map(|v| inputs.recent = v)
+                }
+                Role::Init => read_view(&response.data, &spec.group_by, &versions)
                     .map(|v| inputs.init = Some(v)),
                 Role::Inventory => read_targets(&response.data, &spec.group_by).map(|t| {
                     inventory_empty = t.is_empty();
@@ -110,6 +127,7 @@ impl Engine {
                 return out.error(format!("fleet {}: {why}", role.describe()));
             }
         }
+        state::subtract(&mut inputs.now, &inputs.terminal);
         if let ExpectedTargets::List(list) = &spec.expected_targets {
             inputs.inventory = Some(list.iter().cloned().collect());
         }
@@ -142,12 +160,8 @@ impl Engine {
                 .insert("noData".into(), NoData::Empty.describe());
             return out.finish(phase, message);
         }
-        if let Some(series) = label_missing_everywhere(&inputs) {
-            let message = format!(
-                "version.label {} is on none of the {} series fleet.selector matches (check version.label: image_id, image, image_spec, ...)",
-                spec.version.label,
-                report::count(series)
-            );
+        if let Some(label) = labels.iter().find(|l| !labels_seen.contains(**l)) {
+            let message = label_missing(spec, label, series_count(&inputs));
             return out.error(if partial {
                 incomplete(&message)
             } else {
@@ -231,22 +245,34 @@ fn incomplete(what: &str) -> String {
     format!("Prometheus returned warnings, so the fleet data may be incomplete and no verdict is given; on the data received: {what}")
 }
 
-/// When every series lacks the version label, `version.label` is wrong, not the fleet: the
-/// number of series in that case.
-fn label_missing_everywhere(inputs: &Inputs) -> Option<u64> {
-    let views = [&inputs.now, &inputs.recent];
-    let labelled = views
-        .iter()
-        .any(|v| v.values().any(|t| !t.versions.is_empty()));
-    if labelled {
-        return None;
-    }
-    let view = if inputs.now.is_empty() {
-        &inputs.recent
-    } else {
-        &inputs.now
+/// The series the selector matched (now, or within maxStaleness when nothing is current).
+fn series_count(inputs: &Inputs) -> u64 {
+    let total = |v: &state::View| -> u64 {
+        v.values()
+            .map(|t| t.versions.values().sum::<u64>() + t.unlabelled)
+            .sum()
     };
-    Some(view.values().map(|t| t.unlabelled).sum())
+    match total(&inputs.now) + total(&inputs.terminal) {
+        0 => total(&inputs.recent),
+        n => n,
+    }
+}
+
+/// A version label on none of the series is a wrong `version.label`, not a fleet problem;
+/// `image_spec` is missing on every series of kube-state-metrics before v2.3.0.
+fn label_missing(spec: &FleetSpec, label: &str, series: u64) -> String {
+    let mut message = format!(
+        "version.label {label} is on none of the {} series fleet.selector matches",
+        report::count(series)
+    );
+    if label == "image_spec" && spec.selects_pods() {
+        message.push_str(
+            " (kube-state-metrics adds image_spec from v2.3.0 on; with an older one use version.label image or image_id)",
+        );
+    } else {
+        message.push_str(" (check version.label: image_id, image, image_spec, ...)");
+    }
+    message
 }
 
 fn explain(metric: &Metric, phase: Phase) -> String {
@@ -272,6 +298,9 @@ pub(super) fn describe(spec: &FleetSpec, meta: &mut BTreeMap<String, String>) {
     meta.insert("groupBy".into(), spec.group_by.clone());
     meta.insert("version.label".into(), spec.version.label.clone());
     meta.insert("version.expected".into(), spec.version.expected.describe());
+    for v in &spec.also {
+        meta.insert(format!("version.{}", v.label), v.expected.describe());
+    }
     meta.insert("maxStaleness".into(), format_duration(spec.max_staleness));
     meta.insert(
         "minCompletion".into(),
@@ -286,6 +315,9 @@ pub(super) fn describe(spec: &FleetSpec, meta: &mut BTreeMap<String, String>) {
         },
     );
     meta.insert("query.versions".into(), q.versions);
+    if let Some(terminal) = q.terminal {
+        meta.insert("query.terminal".into(), terminal);
+    }
     meta.insert("query.reporting".into(), q.reporting);
     if let Some(init) = q.init {
         meta.insert("query.init".into(), init);

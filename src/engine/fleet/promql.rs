@@ -55,7 +55,9 @@ pub enum StallKind {
     DeploymentNotUpdated,
     /// Deployment: metadata generation - observed generation > 0.
     DeploymentGeneration,
-    /// StatefulSet: current revision != update revision.
+    /// StatefulSet, as the kubernetes-mixin's KubeStatefulSetUpdateNotRolledOut: current
+    /// revision != update revision *and* replicas != updated replicas (an `OnDelete`
+    /// StatefulSet never advances its current revision, kubernetes#73492).
     StatefulSetRevision,
 }
 
@@ -113,6 +115,10 @@ impl StallKind {
 pub struct FleetQueries {
     /// `count by (G, V) (S)`: versions of the series present now.
     pub versions: String,
+    /// `count by (G, V) (S and <terminal pods>)`, with `ignoreTerminalPods`: the series of
+    /// pods that have ended, subtracted from `versions` by the engine. Only this query joins
+    /// the phase series (the join about doubles Prometheus' work on the query that has it).
+    pub terminal: Option<String>,
     /// `count by (G, V) (last_over_time(S[maxStaleness]))`: who reported within maxStaleness,
     /// and the last known versions of targets absent from the current view.
     pub reporting: String,
@@ -128,19 +134,28 @@ impl FleetQueries {
     /// The queries for `spec`.
     pub fn new(spec: &FleetSpec) -> FleetQueries {
         let g = &spec.group_by;
-        let v = &spec.version.label;
+        let v = version_labels(spec);
         let s = &spec.selector;
+        let live = live_selector(spec, s);
         FleetQueries {
             versions: format!("count by ({g}, {v}) ({s})"),
+            terminal: spec.ignore_terminal_pods.then(|| {
+                format!(
+                    "count by ({g}, {v}) ({s} and on ({}) {})",
+                    join_on(g, &["namespace", "pod"]),
+                    terminal_pods(spec)
+                )
+            }),
             reporting: format!(
                 "count by ({g}, {v}) (last_over_time({s}[{}]))",
                 format_duration(spec.max_staleness)
             ),
             init: spec.include_init_containers.then(|| {
                 format!(
-                    "count by ({g}, {v}) ({} and on ({}) {s})",
+                    "count by ({g}, {v}) ({} and on ({}) {})",
                     init_selector(spec),
-                    join_on(g, &["namespace", "pod"])
+                    join_on(g, &["namespace", "pod"]),
+                    wrap(&live)
                 )
             }),
             inventory: match &spec.expected_targets {
@@ -156,6 +171,51 @@ impl FleetQueries {
                 Vec::new()
             },
         }
+    }
+}
+
+/// The version labels, comma-separated, for `count by (G, <labels>)`.
+pub fn version_labels(spec: &FleetSpec) -> String {
+    spec.versions()
+        .map(|v| v.label.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `expr` without the pods in a terminal phase, when `ignoreTerminalPods`: `unless` keeps
+/// every pod without phase data, so missing phase series never remove a pod.
+pub fn live_selector(spec: &FleetSpec, expr: &str) -> String {
+    if !spec.ignore_terminal_pods {
+        return expr.to_string();
+    }
+    format!(
+        "{expr} unless on ({}) {}",
+        join_on(&spec.group_by, &["namespace", "pod"]),
+        terminal_pods(spec)
+    )
+}
+
+/// Pods whose current phase is Succeeded or Failed (evicted pods are Failed):
+/// kube-state-metrics writes one `kube_pod_status_phase` series per phase, 1 for the current.
+pub fn terminal_pods(spec: &FleetSpec) -> String {
+    let mut matchers = pod_matchers(spec);
+    matchers.push(LabelMatcher {
+        name: "phase".into(),
+        op: MatchKind::Regex,
+        value: "Succeeded|Failed".into(),
+    });
+    format!(
+        "({} == 1)",
+        render_selector(Some(crate::spec::POD_STATUS_PHASE), &matchers)
+    )
+}
+
+/// `(expr)` when it is a set operation, so it can be the right side of another.
+pub fn wrap(expr: &str) -> String {
+    if expr.contains(" unless ") {
+        format!("({expr})")
+    } else {
+        expr.to_string()
     }
 }
 
@@ -224,8 +284,11 @@ pub fn stall_query(spec: &FleetSpec, kind: StallKind) -> String {
             "kube_deployment_metadata_generation",
             "kube_deployment_status_observed_generation",
         ),
+        // The mixin's expression, with the lag as the value and the current revision kept.
         StallKind::StatefulSetRevision => format!(
-            "{} unless on ({}) {}",
+            "(({} - on ({on}) {}) != 0) * on ({on}) group_left (revision) ({} unless on ({}) {})",
+            w("kube_statefulset_replicas"),
+            w("kube_statefulset_status_replicas_updated"),
             w("kube_statefulset_status_current_revision"),
             join_on(g, &["namespace", "statefulset", "revision"]),
             w("kube_statefulset_status_update_revision")
@@ -233,16 +296,43 @@ pub fn stall_query(spec: &FleetSpec, kind: StallKind) -> String {
     }
 }
 
-/// `kube_pod_init_container_info` with the selector's matchers minus the container ones.
+/// `kube_pod_init_container_info` with the selector's matchers minus the container ones,
+/// narrowed to the init containers named in `initContainers.names`, without native sidecars
+/// when `initContainers.sidecars: false` (`restart_policy!="Always"` also holds on
+/// kube-state-metrics before 2.11, which has no such label).
 pub fn init_selector(spec: &FleetSpec) -> String {
-    let matchers: Vec<LabelMatcher> = spec
-        .series
+    let mut matchers = pod_matchers(spec);
+    let ic = &spec.init_containers;
+    if !ic.names.is_empty() {
+        matchers.push(LabelMatcher {
+            name: "container".into(),
+            op: MatchKind::Regex,
+            value: alternation(&ic.names),
+        });
+    }
+    if !ic.sidecars {
+        matchers.push(LabelMatcher {
+            name: "restart_policy".into(),
+            op: MatchKind::NotEqual,
+            value: "Always".into(),
+        });
+    }
+    render_selector(Some(crate::spec::INIT_CONTAINER_INFO), &matchers)
+}
+
+/// The selector's matchers that still apply to other series of the same pods (the container
+/// and version ones dropped).
+fn pod_matchers(spec: &FleetSpec) -> Vec<LabelMatcher> {
+    spec.series
         .matchers
         .iter()
-        .filter(|m| !CONTAINER_LABELS.contains(&m.name.as_str()) && m.name != spec.version.label)
+        .filter(|m| {
+            !CONTAINER_LABELS.contains(&m.name.as_str())
+                && m.name != "restart_policy"
+                && !spec.versions().any(|v| v.label == m.name)
+        })
         .cloned()
-        .collect();
-    render_selector(Some(crate::spec::INIT_CONTAINER_INFO), &matchers)
+        .collect()
 }
 
 /// A workload metric with the selector's matchers minus the pod and container ones, so that
@@ -254,7 +344,7 @@ pub fn workload_selector(spec: &FleetSpec, metric: &str) -> String {
         .iter()
         .filter(|m| {
             !POD_LABELS.contains(&m.name.as_str())
-                && m.name != spec.version.label
+                && !spec.versions().any(|v| v.label == m.name)
                 && m.name != "__name__"
         })
         .cloned()
@@ -356,14 +446,24 @@ mod tests {
             json!({"includeInitContainers": true, "workloads": true}),
         ));
         let s = r#"kube_pod_container_info{namespace="monitoring", container="node-agent"}"#;
+        let ended =
+            r#"(kube_pod_status_phase{namespace="monitoring", phase=~"Succeeded|Failed"} == 1)"#;
         assert_eq!(q.versions, format!("count by (cluster, image_id) ({s})"));
+        assert_eq!(
+            q.terminal.as_deref().unwrap(),
+            format!("count by (cluster, image_id) ({s} and on (cluster, namespace, pod) {ended})")
+        );
         assert_eq!(
             q.reporting,
             format!("count by (cluster, image_id) (last_over_time({s}[15m]))")
         );
         assert_eq!(
             q.init.as_deref().unwrap(),
-            format!("count by (cluster, image_id) (kube_pod_init_container_info{{namespace=\"monitoring\"}} and on (cluster, namespace, pod) {s})")
+            format!("count by (cluster, image_id) (kube_pod_init_container_info{{namespace=\"monitoring\"}} and on (cluster, namespace, pod) ({s} unless on (cluster, namespace, pod) {ended}))")
+        );
+        assert_eq!(
+            q.stalls[5].1,
+            "((kube_statefulset_replicas{namespace=\"monitoring\"} - on (cluster, namespace, statefulset) kube_statefulset_status_replicas_updated{namespace=\"monitoring\"}) != 0) * on (cluster, namespace, statefulset) group_left (revision) (kube_statefulset_status_current_revision{namespace=\"monitoring\"} unless on (cluster, namespace, statefulset, revision) kube_statefulset_status_update_revision{namespace=\"monitoring\"})"
         );
         assert_eq!(q.stalls.len(), 6);
         assert_eq!(
@@ -378,6 +478,38 @@ mod tests {
             crate::spec::check_promql("q", query).unwrap();
         }
         crate::spec::check_promql("q", q.init.as_deref().unwrap()).unwrap();
+    }
+
+    #[test]
+    fn init_containers_can_be_named_and_sidecars_left_out() {
+        let f = spec(json!({
+            "initContainers": {"names": ["node-agent-init", "x.y"], "sidecars": false},
+            "ignoreTerminalPods": false,
+        }));
+        assert!(f.include_init_containers);
+        let q = FleetQueries::new(&f);
+        assert_eq!(q.terminal, None);
+        assert_eq!(
+            q.init.as_deref().unwrap(),
+            r#"count by (cluster, image_id) (kube_pod_init_container_info{namespace="monitoring", container=~"node-agent-init|x\\.y", restart_policy!="Always"} and on (cluster, namespace, pod) kube_pod_container_info{namespace="monitoring", container="node-agent"})"#
+        );
+        crate::spec::check_promql("q", q.init.as_deref().unwrap()).unwrap();
+    }
+
+    #[test]
+    fn several_version_labels_are_counted_together() {
+        let f = spec(json!({
+            "selector": "argocd_app_info{name=~\"node-agent-.*\"}",
+            "groupBy": "dest_server",
+            "version": [{"label": "sync_status", "expected": "Synced"}, {"label": "health_status", "expected": "Healthy"}],
+        }));
+        assert!(!f.ignore_terminal_pods, "not a pod metric");
+        let q = FleetQueries::new(&f);
+        assert_eq!(
+            q.versions,
+            r#"count by (dest_server, sync_status, health_status) (argocd_app_info{name=~"node-agent-.*"})"#
+        );
+        assert_eq!(q.terminal, None);
     }
 
     #[test]

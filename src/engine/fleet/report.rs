@@ -161,6 +161,19 @@ pub fn message(spec: &FleetSpec, fleet: &Fleet, last_seen: &LastSeen) -> String 
             )
         ));
     }
+    if !fleet.terminal.is_empty() {
+        let total: u64 = fleet.terminal.values().sum();
+        parts.push(format!(
+            "{} in a terminal phase (Succeeded, Failed) not judged ({})",
+            units(spec, total),
+            listing(
+                fleet
+                    .terminal
+                    .iter()
+                    .map(|(t, n)| format!("{} {n}", display_target(t, spec)))
+            )
+        ));
+    }
     if fleet.reporting_inventory {
         parts.push(format!(
             "silent {noun} cannot be detected with expectedTargets: reporting"
@@ -196,6 +209,9 @@ pub fn value(spec: &FleetSpec, fleet: &Fleet) -> Value {
     if spec.include_init_containers {
         v["initVersions"] = counts(&fleet.init_versions);
     }
+    if spec.ignore_terminal_pods {
+        v["terminalPods"] = json!(fleet.terminal.values().sum::<u64>());
+    }
     v
 }
 
@@ -227,6 +243,14 @@ pub fn metadata(fleet: &Fleet, last_seen: &LastSeen, meta: &mut BTreeMap<String,
     put("stalled", fleet.stalled.iter().map(Workload::id).collect());
     put("noticed", fleet.noticed.iter().map(Workload::id).collect());
     put("fromLastSamples", fleet.from_last_samples.clone());
+    put(
+        "terminalPods",
+        fleet
+            .terminal
+            .iter()
+            .map(|(t, n)| format!("{t}={n}"))
+            .collect(),
+    );
     put(
         "unlabelledTargets",
         fleet
@@ -294,22 +318,28 @@ fn display_target(target: &str, spec: &FleetSpec) -> String {
     }
 }
 
+/// `3 pods` for a pod selector, `3 series` for any other (an Argo CD application, a Flux
+/// resource).
+fn units(spec: &FleetSpec, n: u64) -> String {
+    match (spec.selects_pods(), n) {
+        (true, 1) => "1 pod".into(),
+        (true, n) => format!("{n} pods"),
+        (false, n) => format!("{n} series"),
+    }
+}
+
 /// `edge-017 3 pods`, `edge-250 1 pod without image_id`, `edge-120 1 init container`.
 fn straggler_item(s: &Straggler, spec: &FleetSpec) -> String {
     let mut what = Vec::new();
     if s.old > 0 {
-        what.push(format!(
-            "{} {}",
-            s.old,
-            if s.old == 1 { "pod" } else { "pods" }
-        ));
+        what.push(units(spec, s.old));
     }
     if s.unlabelled > 0 {
+        let labels: Vec<&str> = spec.versions().map(|v| v.label.as_str()).collect();
         what.push(format!(
-            "{} {} without {}",
-            s.unlabelled,
-            if s.unlabelled == 1 { "pod" } else { "pods" },
-            spec.version.label
+            "{} without {}",
+            units(spec, s.unlabelled),
+            labels.join(" or ")
         ));
     }
     if s.old_init > 0 {

@@ -14,7 +14,8 @@ use crate::spec::duration::format_duration;
 use crate::spec::{ExpectedTargets, FleetSpec, LabelMatcher, MatchKind};
 
 use super::promql::{
-    expected_matcher, init_selector, quote, render_selector, stall_query, StallKind,
+    expected_matcher, init_selector, live_selector, quote, render_selector, stall_query, wrap,
+    StallKind,
 };
 
 /// How long a workload must stay stalled before its alert fires.
@@ -32,7 +33,20 @@ struct PrometheusRule {
 #[derive(Serialize)]
 struct ObjectMeta {
     name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    namespace: Option<String>,
     labels: BTreeMap<String, String>,
+}
+
+/// Where the PrometheusRule goes: its namespace and the extra labels a prometheus-operator
+/// `ruleSelector` / `ruleNamespaceSelector` picks it up by (kube-prometheus-stack selects
+/// `release: <its release name>`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RulePlacement {
+    /// `metadata.namespace`; none: whatever namespace it is applied to.
+    pub namespace: Option<String>,
+    /// Extra `metadata.labels`.
+    pub labels: Vec<(String, String)>,
 }
 
 #[derive(Serialize)]
@@ -63,8 +77,13 @@ impl Engine {
         template: &str,
         metric: &str,
         spec: &FleetSpec,
+        placement: &RulePlacement,
     ) -> Result<String, String> {
-        let rule = prometheus_rule(template, metric, spec);
+        let mut rule = prometheus_rule(template, metric, spec);
+        rule.metadata.namespace = placement.namespace.clone();
+        for (k, v) in &placement.labels {
+            rule.metadata.labels.insert(k.clone(), v.clone());
+        }
         serde_yaml_ng::to_string(&rule).map_err(|e| format!("cannot write the rule as YAML: {e}"))
     }
 }
@@ -155,6 +174,7 @@ fn prometheus_rule(template: &str, metric: &str, spec: &FleetSpec) -> Prometheus
             } else {
                 format!("rollgate-{template}-{metric}")
             }),
+            namespace: None,
             labels: BTreeMap::from([(
                 "app.kubernetes.io/managed-by".to_string(),
                 "rollgate".to_string(),
@@ -213,41 +233,62 @@ fn excuse(spec: &FleetSpec, expr: String) -> String {
     format!("({expr}) unless on ({g}) ({})", balanced_or(&excused))
 }
 
-/// Containers on another version (or without the version label), per target.
+/// Containers on another version (or without a version label), per target; pods in a
+/// terminal phase are left out as in the gate.
 fn old_version_expr(spec: &FleetSpec) -> String {
     let g = &spec.group_by;
-    let (op, value) = expected_matcher(&spec.version.expected);
-    let not_expected = LabelMatcher {
-        name: spec.version.label.clone(),
-        op: match op {
-            MatchKind::Equal => MatchKind::NotEqual,
-            _ => MatchKind::NotRegex,
-        },
-        value,
+    let not_expected = |v: &crate::spec::VersionSpec| {
+        let (op, value) = expected_matcher(&v.expected);
+        LabelMatcher {
+            name: v.label.clone(),
+            op: match op {
+                MatchKind::Equal => MatchKind::NotEqual,
+                _ => MatchKind::NotRegex,
+            },
+            value,
+        }
     };
-    let mut matchers = spec.series.matchers.clone();
-    matchers.push(not_expected.clone());
-    let main = format!(
-        "count by ({g}) ({})",
+    let with = |extra: &[LabelMatcher]| -> String {
+        let mut matchers = spec.series.matchers.clone();
+        matchers.extend(extra.iter().cloned());
         render_selector(spec.series.metric.as_deref(), &matchers)
-    );
+    };
+    // One label: `S{V!~e}`. Several: every series but those with all labels as expected.
+    let old = if spec.also.is_empty() {
+        with(&[not_expected(&spec.version)])
+    } else {
+        let expected: Vec<LabelMatcher> = spec
+            .versions()
+            .map(|v| {
+                let (op, value) = expected_matcher(&v.expected);
+                LabelMatcher {
+                    name: v.label.clone(),
+                    op,
+                    value,
+                }
+            })
+            .collect();
+        format!("{} unless {}", spec.selector, with(&expected))
+    };
+    let main = format!("count by ({g}) ({})", live_selector(spec, &old));
     if !spec.include_init_containers {
         return main;
     }
-    // The init selector with the version matcher added.
+    // The init selector with the (first) version matcher added.
+    let ne = not_expected(&spec.version);
     let init = init_selector(spec);
     let init_old = match init.strip_suffix('}') {
         Some(head) => format!(
             "{head}, {}{}{}}}",
-            not_expected.name,
-            not_expected.op.as_str(),
-            quote(&not_expected.value)
+            ne.name,
+            ne.op.as_str(),
+            quote(&ne.value)
         ),
         None => format!(
             "{init}{{{}{}{}}}",
-            not_expected.name,
-            not_expected.op.as_str(),
-            quote(&not_expected.value)
+            ne.name,
+            ne.op.as_str(),
+            quote(&ne.value)
         ),
     };
     let on: Vec<&str> = [g.as_str(), "namespace", "pod"]
@@ -256,10 +297,10 @@ fn old_version_expr(spec: &FleetSpec) -> String {
         .filter(|(i, l)| *i == 0 || *l != g)
         .map(|(_, l)| l)
         .collect();
+    let live = wrap(&live_selector(spec, &spec.selector));
     format!(
-        "{main} or count by ({g}) ({init_old} and on ({}) {})",
+        "{main} or count by ({g}) ({init_old} and on ({}) {live})",
         on.join(", "),
-        spec.selector
     )
 }
 

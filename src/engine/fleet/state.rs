@@ -6,16 +6,19 @@ use std::collections::{BTreeMap, BTreeSet};
 use chrono::{DateTime, Utc};
 
 use crate::prometheus::QueryData;
-use crate::spec::FleetSpec;
+use crate::spec::{FleetSpec, VersionSpec};
 
 use super::promql::StallKind;
 
 /// Series counts per version of one target (pods, for a one-container selector).
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct TargetVersions {
-    /// Version label value -> series.
+    /// Version -> series. The version is the label's value; with several version labels,
+    /// `label=value, label=value` in the spec's order.
     pub versions: BTreeMap<String, u64>,
-    /// Series without the version label.
+    /// The versions of `versions` that are the expected one (every label as expected).
+    pub matching: BTreeSet<String>,
+    /// Series without (one of) the version labels.
     pub unlabelled: u64,
 }
 
@@ -29,8 +32,12 @@ impl TargetVersions {
 /// without the target label are kept under the empty name.
 pub type View = BTreeMap<String, TargetVersions>;
 
-/// Reads a `count by (G, V) (...)` result.
-pub fn read_view(data: &QueryData, group_by: &str, label: &str) -> Result<View, String> {
+/// Reads a `count by (G, V...) (...)` result; `versions` are the spec's version labels.
+pub fn read_view(
+    data: &QueryData,
+    group_by: &str,
+    versions: &[&VersionSpec],
+) -> Result<View, String> {
     let QueryData::Vector(series) = data else {
         return Err("expected an instant vector".into());
     };
@@ -39,12 +46,72 @@ pub fn read_view(data: &QueryData, group_by: &str, label: &str) -> Result<View, 
         let target = s.labels.get(group_by).unwrap_or_default();
         let count = count_of(s.sample.value);
         let entry = view.entry(target.to_string()).or_default();
-        match s.labels.get(label) {
-            Some(v) if !v.is_empty() => *entry.versions.entry(v.to_string()).or_default() += count,
-            _ => entry.unlabelled += count,
+        let values: Option<Vec<&str>> = versions
+            .iter()
+            .map(|v| s.labels.get(&v.label).filter(|x| !x.is_empty()))
+            .collect();
+        let Some(values) = values else {
+            entry.unlabelled += count;
+            continue;
+        };
+        let key = match values.as_slice() {
+            [one] => one.to_string(),
+            many => versions
+                .iter()
+                .zip(many)
+                .map(|(v, x)| format!("{}={x}", v.label))
+                .collect::<Vec<_>>()
+                .join(", "),
+        };
+        if versions
+            .iter()
+            .zip(&values)
+            .all(|(v, x)| v.expected.matches(x))
+        {
+            entry.matching.insert(key.clone());
         }
+        *entry.versions.entry(key).or_default() += count;
     }
     Ok(view)
+}
+
+/// Takes the series of ended pods (`terminal`, a subset of `now` at the same evaluation time)
+/// out of `now`; a target left with nothing is removed (it still reports: see `classify`).
+pub fn subtract(now: &mut View, terminal: &View) {
+    for (target, ended) in terminal {
+        let Some(live) = now.get_mut(target) else {
+            continue;
+        };
+        for (version, n) in &ended.versions {
+            if let Some(count) = live.versions.get_mut(version) {
+                *count = count.saturating_sub(*n);
+                if *count == 0 {
+                    live.versions.remove(version);
+                    live.matching.remove(version);
+                }
+            }
+        }
+        live.unlabelled = live.unlabelled.saturating_sub(ended.unlabelled);
+        if live.versions.is_empty() && live.unlabelled == 0 {
+            now.remove(target);
+        }
+    }
+}
+
+/// Which of `labels` some series of a vector result carries (with a non-empty value).
+pub fn labels_present(data: &QueryData, labels: &[&str]) -> BTreeSet<String> {
+    let QueryData::Vector(series) = data else {
+        return BTreeSet::new();
+    };
+    labels
+        .iter()
+        .filter(|l| {
+            series
+                .iter()
+                .any(|s| s.labels.get(l).is_some_and(|v| !v.is_empty()))
+        })
+        .map(|l| l.to_string())
+        .collect()
 }
 
 /// The distinct values of `label` in a vector result (series without it are left out).
@@ -128,7 +195,8 @@ pub fn read_stalls(
                     format!("observed generation {n} behind")
                 }
                 StallKind::StatefulSetRevision => format!(
-                    "current revision {} is not the update revision",
+                    "{n} {} not updated, current revision {} is not the update revision",
+                    plural("replica", "replicas"),
                     s.labels.get("revision").unwrap_or("?")
                 ),
             };
@@ -153,6 +221,8 @@ pub fn read_stalls(
 pub struct Inputs {
     /// Versions of the series present at the evaluation time.
     pub now: View,
+    /// Series of pods in a terminal phase, left out of `now` (with `ignoreTerminalPods`).
+    pub terminal: View,
     /// Versions of the series with a sample within maxStaleness.
     pub recent: View,
     /// Init-container versions (when included).
@@ -218,6 +288,8 @@ pub struct Fleet {
     pub noticed: Vec<Workload>,
     /// Reporting targets absent from the current view, judged on their last samples.
     pub from_last_samples: Vec<String>,
+    /// Series of pods in a terminal phase left out, per target.
+    pub terminal: BTreeMap<String, u64>,
     /// Main-container series per version over every reporting target.
     pub versions: BTreeMap<String, u64>,
     /// Main-container series without the version label.
@@ -255,6 +327,7 @@ impl Fleet {
 pub fn classify(spec: &FleetSpec, at: DateTime<Utc>, inputs: Inputs) -> Fleet {
     let Inputs {
         now,
+        terminal,
         recent,
         init,
         inventory,
@@ -266,12 +339,23 @@ pub fn classify(spec: &FleetSpec, at: DateTime<Utc>, inputs: Inputs) -> Fleet {
     };
     // Reporting means a sample within maxStaleness; the versions come from the current view,
     // or from the last samples for a target that reported recently but not right now.
+    // A target whose pods have all ended reports now, with nothing left to judge.
+    let ended = TargetVersions::default();
     let mut views: BTreeMap<&str, (&TargetVersions, bool)> = BTreeMap::new();
     for (target, versions) in &recent {
-        match now.get(target) {
-            Some(current) => views.insert(target, (current, false)),
-            None => views.insert(target, (versions, true)),
+        match (now.get(target), terminal.contains_key(target)) {
+            (Some(current), _) => views.insert(target, (current, false)),
+            (None, true) => views.insert(target, (&ended, false)),
+            (None, false) => views.insert(target, (versions, true)),
         };
+    }
+    for (target, t) in &terminal {
+        if views.contains_key(target.as_str()) {
+            fleet.terminal.insert(
+                target.clone(),
+                t.versions.values().sum::<u64>() + t.unlabelled,
+            );
+        }
     }
     let inventory = inventory.unwrap_or_else(|| views.keys().map(|t| t.to_string()).collect());
     fleet.inventory_size = inventory.len();
@@ -327,7 +411,7 @@ pub fn classify(spec: &FleetSpec, at: DateTime<Utc>, inputs: Inputs) -> Fleet {
             init_view.get(target)
         };
         tally(&mut fleet, versions, init_versions);
-        let straggler = straggler(spec, target, versions, init_versions.unwrap_or(&empty));
+        let straggler = straggler(target, versions, init_versions.unwrap_or(&empty));
         match (expected, straggler) {
             (true, None) => fleet.current.push(target.to_string()),
             (true, Some(s)) => fleet.stragglers.push(s),
@@ -391,24 +475,18 @@ fn tally(fleet: &mut Fleet, versions: &TargetVersions, init: Option<&TargetVersi
 }
 
 /// A series without the version label counts as an unknown version, i.e. not the expected one.
-fn straggler(
-    spec: &FleetSpec,
-    target: &str,
-    main: &TargetVersions,
-    init: &TargetVersions,
-) -> Option<Straggler> {
-    let expected = &spec.version.expected;
+fn straggler(target: &str, main: &TargetVersions, init: &TargetVersions) -> Option<Straggler> {
     let mut versions = BTreeSet::new();
     let mut old = 0;
     for (v, n) in &main.versions {
-        if !expected.matches(v) {
+        if !main.matching.contains(v) {
             old += n;
             versions.insert(v.clone());
         }
     }
     let mut old_init = init.unlabelled;
     for (v, n) in &init.versions {
-        if !expected.matches(v) {
+        if !init.matching.contains(v) {
             old_init += n;
             versions.insert(v.clone());
         }
@@ -448,6 +526,11 @@ mod tests {
     fn tv(pairs: &[(&str, u64)], unlabelled: u64) -> TargetVersions {
         TargetVersions {
             versions: pairs.iter().map(|(v, n)| (v.to_string(), *n)).collect(),
+            matching: pairs
+                .iter()
+                .filter(|(v, _)| *v == NEW)
+                .map(|(v, _)| v.to_string())
+                .collect(),
             unlabelled,
         }
     }
@@ -514,6 +597,41 @@ mod tests {
             !fleet.passes(0.0),
             "an old version outside the inventory fails"
         );
+    }
+
+    #[test]
+    fn ended_pods_are_taken_out_of_the_current_view() {
+        let mut now = View::new();
+        now.insert("a".into(), tv(&[(NEW, 2), (OLD, 1)], 1));
+        now.insert("b".into(), tv(&[(OLD, 2)], 0));
+        now.insert("c".into(), tv(&[(NEW, 2)], 0));
+        let mut ended = View::new();
+        ended.insert("a".into(), tv(&[(OLD, 1)], 1));
+        ended.insert("b".into(), tv(&[(OLD, 2)], 0));
+        ended.insert("x".into(), tv(&[(OLD, 5)], 0));
+        subtract(&mut now, &ended);
+        assert_eq!(now["a"], tv(&[(NEW, 2)], 0));
+        assert!(!now.contains_key("b") && !now.contains_key("x"));
+        assert_eq!(now["c"], tv(&[(NEW, 2)], 0));
+        // b reported and only ended pods remain: it reports, with nothing old.
+        let s = spec(json!({"expectedTargets": ["a", "b", "c"]}));
+        let fleet = classify(
+            &s,
+            at(),
+            Inputs {
+                recent: [("a", 3), ("b", 2), ("c", 2)]
+                    .iter()
+                    .map(|(t, n)| (t.to_string(), tv(&[(OLD, *n)], 0)))
+                    .collect(),
+                now,
+                terminal: ended,
+                inventory: Some(["a", "b", "c"].iter().map(|t| t.to_string()).collect()),
+                ..Inputs::default()
+            },
+        );
+        assert_eq!(fleet.current, vec!["a", "b", "c"]);
+        assert!(fleet.from_last_samples.is_empty());
+        assert_eq!(fleet.terminal.get("b"), Some(&2));
     }
 
     #[test]
