@@ -9,7 +9,7 @@ use prost_types::Timestamp;
 use tonic::Status;
 
 use super::pb;
-use crate::goplugin::{AnalysisRunRef, ArgoMetric, IntOrString};
+use crate::goplugin::{completed_checks, AnalysisRunRef, ArgoMetric, IntOrString};
 use crate::measurement::{Measurement, Phase};
 
 /// The key a spec is filed under when the request names none.
@@ -126,7 +126,30 @@ pub fn run_ref(run: Option<&pb::AnalysisRun>) -> Result<AnalysisRunRef, Status> 
         namespace: run.namespace.clone(),
         uid: run.uid.clone(),
         started_at: optional_time("analysis_run.start_time", run.start_time.as_ref())?,
+        checks_done: run.status.as_ref().map(checks_done).transpose()?,
     })
+}
+
+/// Per metric: its completed, non-Error measurements (`count`, or the listed ones if more).
+fn checks_done(status: &pb::AnalysisRunStatus) -> Result<BTreeMap<String, u32>, Status> {
+    let mut done = BTreeMap::new();
+    for (i, r) in status.metric_results.iter().enumerate() {
+        let field = format!("analysis_run.status.metric_results[{i}]");
+        if r.count < 0 {
+            return Err(Status::invalid_argument(format!(
+                "{field}.count: must be 0 or more, got {}",
+                r.count
+            )));
+        }
+        let phases = r
+            .measurements
+            .iter()
+            .enumerate()
+            .map(|(j, m)| phase_from_pb(&format!("{field}.measurements[{j}].phase"), m.phase))
+            .collect::<Result<Vec<_>, _>>()?;
+        done.insert(r.name.clone(), completed_checks(i64::from(r.count), phases));
+    }
+    Ok(done)
 }
 
 /// The metric as the Argo controller would have sent it to the net/rpc plugin, so that both
