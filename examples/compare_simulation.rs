@@ -8,8 +8,8 @@
 //!   simulated detection rate.
 
 use rollgate::stats::{
-    simulate, simulate_latency, standard_scenarios, Direction, DistOptions, LatencyScenario,
-    RatioOptions, Scenario, SimulationRow, StatsError,
+    simulate, simulate_latency, standard_scenarios_with, Design, Direction, DistOptions,
+    LatencyScenario, RatioOptions, Scenario, SimulationRow, StatsError,
 };
 
 fn main() -> Result<(), StatsError> {
@@ -22,14 +22,22 @@ fn main() -> Result<(), StatsError> {
         .unwrap_or(10_000usize);
     let seed = 20_240_601u64;
 
-    println!("Ratio form: {runs} rollouts per scenario, 10 checks (1/min), cumulative counts,");
-    println!(
-        "confidence 0.95, maxIncrease 0.2, margin 0.001, minRequests 500, planned count 10.\n"
-    );
-    print_header("events/side by end");
-    for (i, scenario) in standard_scenarios().iter().enumerate() {
-        let row = simulate(scenario, runs, seed + i as u64)?;
-        print_row(&row);
+    for (design, label) in [
+        (Design::UnionBound, "windows: sliding (union bound)"),
+        (
+            Design::GroupSequential,
+            "windows: cumulative (group-sequential)",
+        ),
+    ] {
+        println!("Ratio form, {label}: {runs} rollouts per scenario, 10 checks (1/min),");
+        println!("cumulative counts, confidence 0.95, maxIncrease 0.2, margin 0.001, minRequests");
+        println!("500, planned count 10; [Wilson 95 % interval of the failed share].\n");
+        print_header("events/side by end");
+        for (i, scenario) in standard_scenarios_with(design).iter().enumerate() {
+            let row = simulate(scenario, runs, seed + i as u64)?;
+            print_row(&row);
+        }
+        println!();
     }
 
     println!("\nDistribution form: log-normal samples (log sd 0.5), 10 checks, 5 new samples per");
@@ -87,16 +95,27 @@ fn print_row(row: &SimulationRow) {
     } else {
         format!("{} vs {}", row.canary_by_end, row.stable_by_end)
     };
+    let (lo, hi) = wilson(row.failed, row.runs);
+    let failed = format!("{} [{:.2}, {:.2}]", pct(row.failed), 100.0 * lo, 100.0 * hi);
     println!(
         "| {:<34} | {:>22} | {:>8} | {:>10} | {:>12} | {:>12} |",
         row.scenario,
         by_end,
-        pct(row.failed),
+        failed,
         pct(row.successful_at_end),
         pct(row.inconclusive_at_end),
         row.mean_failing_check
             .map_or("-".to_string(), |c| format!("check {c:.1}")),
     );
+}
+
+/// The Wilson score interval at 95 % for `k` successes in `n` trials.
+fn wilson(k: usize, n: usize) -> (f64, f64) {
+    let (k, n, z) = (k as f64, n.max(1) as f64, 1.959_963_984_540_054);
+    let p = k / n;
+    let centre = (p + z * z / (2.0 * n)) / (1.0 + z * z / n);
+    let half = z / (1.0 + z * z / n) * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt();
+    ((centre - half).max(0.0), (centre + half).min(1.0))
 }
 
 /// Smallest per-side count (on a ~4 % grid) whose detection rate reaches 80 %.

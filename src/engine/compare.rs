@@ -32,7 +32,7 @@ impl Engine {
     ) -> Outcome {
         let mut out = Outcome::new();
         describe(spec, &mut out.metadata);
-        let look = look(metric, opts, started_at);
+        let look = look(metric, opts, started_at).with_design(spec.design);
         out.metadata.insert("check".into(), look_text(look));
         let basis = if opts.checks_done.is_some() {
             "the run's recorded measurements"

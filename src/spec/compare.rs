@@ -8,7 +8,7 @@ use super::error::SpecError;
 use super::metric::{read_on_insufficient, OnInsufficient};
 use super::promql::check_promql;
 use super::reader::{invalid, ObjectReader};
-pub use crate::stats::Direction;
+pub use crate::stats::{Design, Direction};
 
 /// A validated `compare:` block.
 #[derive(Debug, Clone, PartialEq)]
@@ -20,6 +20,9 @@ pub struct CompareSpec {
     pub confidence: f64,
     /// What too little data (below `minRequests`/`minSamples`) becomes.
     pub on_insufficient: OnInsufficient,
+    /// `windows`: how the repeated checks' windows relate, which decides how the error budget
+    /// is spent (`sliding`: union bound; `cumulative`: group-sequential boundaries).
+    pub design: Design,
 }
 
 /// The two forms of comparison.
@@ -71,6 +74,17 @@ impl CompareSpec {
             .unwrap_or(if distribution { 0.1 } else { 0.2 });
         let confidence = c.number("confidence", 0.5, 0.9999)?.unwrap_or(0.95);
         let on_insufficient = read_on_insufficient(&mut c)?;
+        let design = match c.string("windows")?.as_deref() {
+            None | Some("sliding") => Design::UnionBound,
+            Some("cumulative") => Design::GroupSequential,
+            Some(other) => {
+                return Err(invalid(
+                    &c.path_of("windows"),
+                    "sliding (any windows: each check spends its slice of the budget) or cumulative (every check's window starts at the run's start: group-sequential boundaries)",
+                    &Value::String(other.into()),
+                ))
+            }
+        };
         let form = if distribution {
             let canary = side_query(&mut c, "canary")?;
             let stable = side_query(&mut c, "stable")?;
@@ -126,6 +140,7 @@ impl CompareSpec {
             max_increase,
             confidence,
             on_insufficient,
+            design,
         })
     }
 }

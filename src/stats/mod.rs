@@ -16,6 +16,7 @@ mod distribution;
 mod error;
 mod fisher;
 mod format;
+mod group_sequential;
 mod hodges_lehmann;
 mod mann_whitney;
 mod normal;
@@ -41,9 +42,10 @@ pub use ratio::{
     RatioSide, RatioTest,
 };
 pub use rng::{BinomialSampler, SplitMix64};
-pub use sequential::{look_alpha, spent_alpha, Look};
+pub use sequential::{look_alpha, spent_alpha, Design, Look};
 pub use simulation::{
-    simulate, simulate_latency, standard_scenarios, LatencyScenario, Scenario, SimulationRow,
+    simulate, simulate_latency, standard_scenarios, standard_scenarios_with, LatencyScenario,
+    Scenario, SimulationRow,
 };
 
 use serde::Serialize;

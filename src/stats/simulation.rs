@@ -11,7 +11,7 @@ use super::distribution::{compare_distributions, DistOptions};
 use super::error::StatsError;
 use super::ratio::{compare_ratio, RatioInput, RatioOptions};
 use super::rng::{BinomialSampler, SplitMix64};
-use super::sequential::Look;
+use super::sequential::{Design, Look};
 use super::Verdict;
 
 /// A ratio-form rollout: per-check traffic and true bad-event rates of both sides.
@@ -109,7 +109,8 @@ pub fn simulate(scenario: &Scenario, runs: usize, seed: u64) -> Result<Simulatio
             input.stable_bad += stable.sample(&mut rng);
             input.stable_total += scenario.stable_requests_per_check;
             let mut opts = scenario.options;
-            opts.look = look(k, scenario.checks, scenario.plan_known);
+            opts.look = look(k, scenario.checks, scenario.plan_known)
+                .with_design(scenario.options.look.design);
             let verdict = compare_ratio(&input, &opts)?.verdict;
             if verdict == Verdict::Worse {
                 outcome = RunEnd::FailedAt(k);
@@ -161,7 +162,8 @@ pub fn simulate_latency(
                 stable.drain(..stable.len() - window);
             }
             let mut opts = scenario.options;
-            opts.look = look(k, scenario.checks, scenario.plan_known);
+            opts.look = look(k, scenario.checks, scenario.plan_known)
+                .with_design(scenario.options.look.design);
             let verdict = compare_distributions(&canary, &stable, &opts)?.verdict;
             if verdict == Verdict::Worse {
                 outcome = RunEnd::FailedAt(k);
@@ -176,10 +178,18 @@ pub fn simulate_latency(
 }
 
 /// The scenarios of the table in `docs/statistics.md`: ten checks, one a minute, 95 %
-/// confidence, `maxIncrease: 0.2`, `margin: 0.001`, `minRequests: 500`, planned count known.
+/// confidence, `maxIncrease: 0.2`, `margin: 0.001`, `minRequests: 500`, planned count known,
+/// the union-bound spending (`windows: sliding`).
 pub fn standard_scenarios() -> Vec<Scenario> {
+    standard_scenarios_with(Design::UnionBound)
+}
+
+/// [`standard_scenarios`] with the budget spent by `design`, plus the rows of issue 13: 1 % ->
+/// 2 % at 6,000 requests per side, and one final check at 2,000 per side.
+pub fn standard_scenarios_with(design: Design) -> Vec<Scenario> {
     let mut opts = RatioOptions::new(0.2, 0.001, 0.95);
     opts.min_requests = 500;
+    opts.look = Look::single().with_design(design);
     let strict = RatioOptions {
         max_increase: 0.0,
         margin: 0.0,
@@ -199,6 +209,8 @@ pub fn standard_scenarios() -> Vec<Scenario> {
     unequal.canary_requests_per_check = 100;
     let mut open = make("healthy 1 %, count unknown", 0.01, 0.01, 1_000, opts);
     open.plan_known = false;
+    let mut final_check = make("2x: 1 % -> 2 %, one final check", 0.01, 0.02, 2_000, opts);
+    final_check.checks = 1;
     vec![
         make("healthy 1 %", 0.01, 0.01, 1_000, opts),
         make("healthy 0.1 %", 0.001, 0.001, 1_000, opts),
@@ -209,6 +221,8 @@ pub fn standard_scenarios() -> Vec<Scenario> {
         make("2x: 5 % -> 10 %", 0.05, 0.10, 200, opts),
         make("2x: 1 % -> 2 %", 0.01, 0.02, 200, opts),
         make("low traffic, 2x: 5 % -> 10 %", 0.05, 0.10, 30, opts),
+        make("2x: 1 % -> 2 %, 6,000/side", 0.01, 0.02, 600, opts),
+        final_check,
     ]
 }
 
