@@ -8,8 +8,8 @@
 //!   simulated detection rate.
 
 use rollgate::stats::{
-    simulate, simulate_latency, standard_scenarios_with, Design, Direction, DistOptions,
-    LatencyScenario, RatioOptions, Scenario, SimulationRow, StatsError,
+    look_alpha, simulate, simulate_latency, standard_scenarios_with, Design, Direction,
+    DistOptions, LatencyScenario, Look, RatioOptions, Scenario, SimulationRow, StatsError,
 };
 
 fn main() -> Result<(), StatsError> {
@@ -21,6 +21,9 @@ fn main() -> Result<(), StatsError> {
         .and_then(|v| v.parse().ok())
         .unwrap_or(10_000usize);
     let seed = 20_240_601u64;
+    if args.iter().any(|a| a == "--levels") {
+        return print_levels();
+    }
 
     for (design, label) in [
         (Design::UnionBound, "windows: sliding (union bound)"),
@@ -107,6 +110,18 @@ fn print_row(row: &SimulationRow) {
         row.mean_failing_check
             .map_or("-".to_string(), |c| format!("check {c:.1}")),
     );
+}
+
+/// Each check's level at N = 10, alpha = 0.05: union-bound slices and group-sequential levels.
+fn print_levels() -> Result<(), StatsError> {
+    println!("| check | union bound | group-sequential |\n|---|---|---|");
+    for k in 1..=10 {
+        let look = Look::of(k, 10);
+        let ub = look_alpha(0.05, look)?;
+        let gs = look_alpha(0.05, look.with_design(Design::GroupSequential))?;
+        println!("| {k} | {ub:.5} | {gs:.5} |");
+    }
+    Ok(())
 }
 
 /// The Wilson score interval at 95 % for `k` successes in `n` trials.

@@ -196,6 +196,54 @@ mod tests {
     }
 
     #[test]
+    fn run_history_counts_completed_measurements_and_names_bad_fields() {
+        let m = |phase: pb::Phase| pb::Measurement {
+            phase: phase.into(),
+            ..pb::Measurement::default()
+        };
+        let run = |results: Vec<pb::MetricResult>| pb::AnalysisRun {
+            status: Some(pb::AnalysisRunStatus {
+                metric_results: results,
+            }),
+            ..pb::AnalysisRun::default()
+        };
+        // No status: no history (the wall-time rule applies); a status without the metric:
+        // its first check.
+        let none = run_ref(Some(&pb::AnalysisRun::default())).unwrap();
+        assert_eq!(none.checks_done("cmp"), None);
+        assert_eq!(
+            run_ref(Some(&run(vec![]))).unwrap().checks_done("cmp"),
+            Some(0)
+        );
+        let listed = pb::MetricResult {
+            name: "cmp".into(),
+            count: 0,
+            measurements: vec![
+                m(pb::Phase::Successful),
+                m(pb::Phase::Error),
+                m(pb::Phase::Inconclusive),
+                m(pb::Phase::Running),
+            ],
+        };
+        let counted = pb::MetricResult {
+            name: "other".into(),
+            count: 7,
+            measurements: vec![m(pb::Phase::Failed)],
+        };
+        let r = run_ref(Some(&run(vec![listed.clone(), counted]))).unwrap();
+        assert_eq!(r.checks_done("cmp"), Some(2));
+        assert_eq!(r.checks_done("other"), Some(7));
+        let mut bad = listed;
+        bad.count = -1;
+        let e = run_ref(Some(&run(vec![bad]))).unwrap_err();
+        assert!(
+            e.message()
+                .starts_with("analysis_run.status.metric_results[0].count: must be 0 or more"),
+            "{e:?}"
+        );
+    }
+
+    #[test]
     fn timestamps_round_trip_to_the_nanosecond() {
         for s in [
             "2026-01-02T03:04:05.123456789Z",
