@@ -126,6 +126,7 @@ impl Engine {
                 step,
                 direction,
                 min_samples,
+                correct_autocorrelation,
             } => {
                 let end = opts.at.unwrap_or(started_at);
                 let (c, s) = futures::join!(
@@ -162,6 +163,7 @@ impl Engine {
                     confidence: spec.confidence,
                     min_samples: *min_samples,
                     look,
+                    correct_autocorrelation: *correct_autocorrelation,
                 };
                 let (c, s) = (std::mem::take(&mut sides[0]), std::mem::take(&mut sides[1]));
                 // Large samples sort and select on threads: keep them off the async workers.

@@ -45,6 +45,9 @@ pub enum CompareForm {
         step: Duration,
         direction: Direction,
         min_samples: usize,
+        /// `autocorrelation: correct` (default): the samples are a time series and the test
+        /// accounts for their autocorrelation; `ignore`: independent samples.
+        correct_autocorrelation: bool,
     },
 }
 
@@ -112,6 +115,17 @@ impl CompareSpec {
             let min_samples = c
                 .integer("minSamples", 1, 1_000_000)?
                 .unwrap_or(DEFAULT_MIN_SAMPLES);
+            let correct_autocorrelation = match c.string("autocorrelation")?.as_deref() {
+                None | Some("correct") => true,
+                Some("ignore") => false,
+                Some(other) => {
+                    return Err(invalid(
+                        &c.path_of("autocorrelation"),
+                        "correct (the samples are a time series, the default) or ignore (independent samples)",
+                        &Value::String(other.into()),
+                    ))
+                }
+            };
             CompareForm::Distribution {
                 canary,
                 stable,
@@ -119,6 +133,7 @@ impl CompareSpec {
                 step,
                 direction,
                 min_samples: min_samples as usize,
+                correct_autocorrelation,
             }
         } else {
             let canary = ratio_side(&mut c, "canary")?;

@@ -11,6 +11,7 @@
 //!
 //! `docs/statistics.md` explains the methods, their assumptions and the measured figures.
 
+mod autocorrelation;
 mod binomial;
 mod distribution;
 mod error;
@@ -28,8 +29,8 @@ mod simulation;
 mod sort;
 
 pub use distribution::{
-    compare_distributions, Classification, Direction, DistOptions, DistOutcome, SampleSummary,
-    ShiftInterval,
+    compare_distributions, AutocorrelationSummary, Classification, Direction, DistOptions,
+    DistOutcome, SampleSummary, ShiftInterval,
 };
 pub use error::StatsError;
 pub use fisher::fisher_exact_one_sided;
@@ -44,8 +45,8 @@ pub use ratio::{
 pub use rng::{BinomialSampler, SplitMix64};
 pub use sequential::{look_alpha, spent_alpha, Design, Look};
 pub use simulation::{
-    simulate, simulate_latency, standard_scenarios, standard_scenarios_with, LatencyScenario,
-    Scenario, SimulationRow,
+    latency_scenarios, simulate, simulate_latency, standard_scenarios, standard_scenarios_with,
+    LatencyScenario, Scenario, SimulationRow,
 };
 
 use serde::Serialize;
