@@ -4,8 +4,7 @@
 //! the full 10,000 of the documented table.
 
 use rollgate::stats::{
-    latency_scenarios, simulate, simulate_latency, standard_scenarios, standard_scenarios_with,
-    Design, SimulationRow,
+    latency_scenarios, simulate, simulate_latency, standard_scenarios_with, Design, SimulationRow,
 };
 
 fn runs() -> usize {
