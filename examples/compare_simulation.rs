@@ -1,6 +1,6 @@
 //! Prints the simulation tables of `docs/statistics.md`.
 //!
-//! `cargo run --release --example compare_simulation [-- --runs N] [-- --sizes]`
+//! `cargo run --release --example compare_simulation [-- --runs N] [--sizes] [--latency] [--levels]`
 //!
 //! - Ratio form: 10,000 rollouts per scenario, ten checks each on cumulative counts.
 //! - Distribution form: healthy and shifted latency in a sliding window.
@@ -8,8 +8,9 @@
 //!   simulated detection rate.
 
 use rollgate::stats::{
-    simulate, simulate_latency, standard_scenarios, Direction, DistOptions, LatencyScenario,
-    RatioOptions, Scenario, SimulationRow, StatsError,
+    latency_scenarios, look_alpha, simulate, simulate_latency, standard_scenarios_with, Design,
+    Direction, DistOptions, LatencyScenario, Look, RatioOptions, Scenario, SimulationRow,
+    StatsError,
 };
 
 fn main() -> Result<(), StatsError> {
@@ -21,52 +22,50 @@ fn main() -> Result<(), StatsError> {
         .and_then(|v| v.parse().ok())
         .unwrap_or(10_000usize);
     let seed = 20_240_601u64;
-
-    println!("Ratio form: {runs} rollouts per scenario, 10 checks (1/min), cumulative counts,");
-    println!(
-        "confidence 0.95, maxIncrease 0.2, margin 0.001, minRequests 500, planned count 10.\n"
-    );
-    print_header("events/side by end");
-    for (i, scenario) in standard_scenarios().iter().enumerate() {
-        let row = simulate(scenario, runs, seed + i as u64)?;
-        print_row(&row);
+    if args.iter().any(|a| a == "--levels") {
+        return print_levels();
     }
 
-    println!("\nDistribution form: log-normal samples (log sd 0.5), 10 checks, 5 new samples per");
-    println!("side per check in a sliding 30-sample window, direction increase, maxIncrease 0.1,");
-    println!("confidence 0.95, minSamples 20.\n");
-    print_header("samples/side in window");
-    for (i, scenario) in latency_scenarios().iter().enumerate() {
-        let row = simulate_latency(scenario, runs, seed + 100 + i as u64)?;
-        print_row(&row);
+    let latency_only = args.iter().any(|a| a == "--latency");
+    for (design, label) in [
+        (Design::UnionBound, "windows: sliding (union bound)"),
+        (
+            Design::GroupSequential,
+            "windows: cumulative (group-sequential)",
+        ),
+    ] {
+        println!("Ratio form, {label}: {runs} rollouts per scenario, 10 checks (1/min),");
+        println!("cumulative counts, confidence 0.95, maxIncrease 0.2, margin 0.001, minRequests");
+        println!("500, planned count 10; [Wilson 95 % interval of the failed share].\n");
+        print_header("events/side by end");
+        if latency_only {
+            break;
+        }
+        for (i, scenario) in standard_scenarios_with(design).iter().enumerate() {
+            let row = simulate(scenario, runs, seed + i as u64)?;
+            print_row(&row);
+        }
+        println!();
+    }
+
+    for (correct, label) in [
+        (false, "autocorrelation: ignore"),
+        (true, "autocorrelation: correct (the default)"),
+    ] {
+        println!("\nDistribution form, {label}: log-normal samples (log sd 0.5), 10 checks,");
+        println!("direction increase, maxIncrease 0.1, confidence 0.95, minSamples 20 (layouts:");
+        println!("rollgate::stats::latency_scenarios).\n");
+        print_header("samples/side in window");
+        for (i, scenario) in latency_scenarios(correct).iter().enumerate() {
+            let row = simulate_latency(scenario, runs, seed + 100 + i as u64)?;
+            print_row(&row);
+        }
     }
 
     if args.iter().any(|a| a == "--sizes") {
         sample_sizes(seed)?;
     }
     Ok(())
-}
-
-fn latency_scenarios() -> Vec<LatencyScenario> {
-    let mut opts = DistOptions::new(Direction::Increase, 0.1, 0.95);
-    opts.min_samples = 20;
-    let make = |name: &str, shift: f64| LatencyScenario {
-        name: name.to_string(),
-        stable_median: 0.2,
-        canary_median: 0.2 * (1.0 + shift),
-        log_sd: 0.5,
-        samples_per_check: 5,
-        window: 30,
-        checks: 10,
-        plan_known: true,
-        options: opts,
-    };
-    vec![
-        make("healthy latency", 0.0),
-        make("latency +10 % (at tolerance)", 0.1),
-        make("latency +50 %", 0.5),
-        make("latency x2", 1.0),
-    ]
 }
 
 fn print_header(by_end: &str) {
@@ -87,16 +86,39 @@ fn print_row(row: &SimulationRow) {
     } else {
         format!("{} vs {}", row.canary_by_end, row.stable_by_end)
     };
+    let (lo, hi) = wilson(row.failed, row.runs);
+    let failed = format!("{} [{:.2}, {:.2}]", pct(row.failed), 100.0 * lo, 100.0 * hi);
     println!(
         "| {:<34} | {:>22} | {:>8} | {:>10} | {:>12} | {:>12} |",
         row.scenario,
         by_end,
-        pct(row.failed),
+        failed,
         pct(row.successful_at_end),
         pct(row.inconclusive_at_end),
         row.mean_failing_check
             .map_or("-".to_string(), |c| format!("check {c:.1}")),
     );
+}
+
+/// Each check's level at N = 10, alpha = 0.05: union-bound slices and group-sequential levels.
+fn print_levels() -> Result<(), StatsError> {
+    println!("| check | union bound | group-sequential |\n|---|---|---|");
+    for k in 1..=10 {
+        let look = Look::of(k, 10);
+        let ub = look_alpha(0.05, look)?;
+        let gs = look_alpha(0.05, look.with_design(Design::GroupSequential))?;
+        println!("| {k} | {ub:.5} | {gs:.5} |");
+    }
+    Ok(())
+}
+
+/// The Wilson score interval at 95 % for `k` successes in `n` trials.
+fn wilson(k: usize, n: usize) -> (f64, f64) {
+    let (k, n, z) = (k as f64, n.max(1) as f64, 1.959_963_984_540_054);
+    let p = k / n;
+    let centre = (p + z * z / (2.0 * n)) / (1.0 + z * z / n);
+    let half = z / (1.0 + z * z / n) * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt();
+    ((centre - half).max(0.0), (centre + half).min(1.0))
 }
 
 /// Smallest per-side count (on a ~4 % grid) whose detection rate reaches 80 %.
@@ -179,17 +201,17 @@ fn sample_sizes(seed: u64) -> Result<(), StatsError> {
                 let per_check = (per_side as usize).div_ceil(checks as usize).max(1);
                 let mut opts = DistOptions::new(Direction::Increase, 0.1, 0.95);
                 opts.min_samples = 1;
-                let scenario = LatencyScenario {
-                    name: String::new(),
-                    stable_median: 0.2,
-                    canary_median: 0.24,
+                opts.correct_autocorrelation = false;
+                let scenario = LatencyScenario::independent(
+                    "",
+                    0.2,
+                    0.24,
                     log_sd,
-                    samples_per_check: per_check,
-                    window: usize::MAX,
+                    per_check,
+                    usize::MAX,
                     checks,
-                    plan_known: true,
-                    options: opts,
-                };
+                    opts,
+                );
                 Ok(simulate_latency(&scenario, runs / 4, seed ^ per_side)?.failed_rate)
             })?;
             sizes.push(n.to_string());

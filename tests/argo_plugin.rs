@@ -9,7 +9,7 @@ use std::path::Path;
 use serde_json::{json, Value};
 use support::gohost::{build, HostRun};
 use support::prom::shared;
-use support::scenarios::{BAD, HEALTHY, LOWTRAFFIC};
+use support::scenarios::{BAD, CMP_HEALTHY_CANARY, CMP_HEALTHY_STABLE, HEALTHY, LOWTRAFFIC};
 use support::stub::{closed_port, Mode, Stub};
 
 const PLUGIN: &str = env!("CARGO_BIN_EXE_rollgate");
@@ -173,6 +173,55 @@ fn query_metrics_through_the_controller_protocol() {
     assert_eq!(replies[7]["error"], "");
     assert_eq!(replies[8]["type"], "RPCPlugin");
     assert_eq!(replies[9]["error"], "");
+}
+
+/// A compare metric's check is placed by the run's recorded measurements (Argo's
+/// `MetricResult.Count`, analysis/analysis.go v1.9.1), not by wall time: gohost's run started
+/// six minutes ago with a 1m interval, so wall time alone would say check 7.
+#[test]
+fn compare_checks_are_placed_by_the_runs_recorded_measurements() {
+    let compare = json!({"prometheus": {"address": shared().url}, "noData": "inconclusive",
+        "compare": {
+            "canary": {"bad": CMP_HEALTHY_CANARY.bad_query("10m"), "total": CMP_HEALTHY_CANARY.total_query("10m")},
+            "stable": {"bad": CMP_HEALTHY_STABLE.bad_query("10m"), "total": CMP_HEALTHY_STABLE.total_query("10m")},
+            "minRequests": 0}});
+    let metric = |count: Option<u32>| {
+        let mut m = json!({"name": "cmp", "interval": "1m", "spec": compare});
+        if let Some(n) = count {
+            m["count"] = json!(n);
+        }
+        m
+    };
+    let replies = calls(json!([
+        {"method": "Run", "metric": metric(Some(10)), "history": {"completed": 0, "errors": 0}},
+        {"method": "Run", "metric": metric(Some(10)), "history": {"completed": 4}},
+        // Errors are retried and not counted; the list is trimmed to its newest two entries.
+        {"method": "Run", "metric": metric(Some(10)), "history": {"completed": 6, "errors": 2, "listed": 2}},
+        {"method": "Run", "metric": metric(Some(10)), "history": {"completed": 9}},
+        {"method": "Run", "metric": metric(None), "history": {"completed": 12}},
+        // gohost's default history: three Successful measurements.
+        {"method": "Run", "metric": metric(Some(10))},
+    ]));
+    let expected = [
+        ("1 of 10", 1),
+        ("5 of 10", 5),
+        ("7 of 10", 7),
+        ("10 of 10", 10),
+        ("13 (open-ended run)", 13),
+        ("4 of 10", 4),
+    ];
+    for (i, (text, index)) in expected.into_iter().enumerate() {
+        let m = &replies[i]["measurement"];
+        assert_eq!(m["metadata"]["check"], text, "{}", replies[i]);
+        assert_eq!(
+            m["metadata"]["check.from"], "the run's recorded measurements",
+            "{}",
+            replies[i]
+        );
+        let value: Value = serde_json::from_str(m["value"].as_str().unwrap())
+            .unwrap_or_else(|e| panic!("{e}: {}", replies[i]));
+        assert_eq!(value["look"]["index"], index, "{value}");
+    }
 }
 
 #[test]

@@ -167,4 +167,11 @@ async fn invalid_compare_specs_name_their_key() {
     let mut c = distribution(&LAT_SAME_CANARY, &LAT_SAME_STABLE);
     c["direction"] = json!("up");
     assert!(spec(c).starts_with("compare.direction: expected one of increase, decrease, either"));
+    let mut c = ratio(&CMP_HEALTHY_CANARY, &CMP_HEALTHY_STABLE);
+    c["windows"] = json!("growing");
+    let e = spec(c);
+    assert!(
+        e.starts_with("compare.windows: expected sliding (") && e.contains("got \"growing\""),
+        "{e}"
+    );
 }

@@ -337,3 +337,50 @@ fn a_bad_protocol_or_certificate_is_refused_at_start() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("PLUGIN_CLIENT_CERT"), "{err}");
 }
+
+/// gRPC `Run` places a compare check by `analysis_run.status.metric_results[].count` (Argo's
+/// counter) and by its listed measurements when more; without `status`, by wall time.
+#[test]
+fn grpc_run_places_compare_checks_by_the_runs_status() {
+    let prom = stub();
+    let compare = json!({"prometheus": {"address": prom.url, "timeout": "2s", "retries": 0},
+        "noData": "inconclusive",
+        "compare": {"canary": {"bad": "up", "total": "up"}, "stable": {"bad": "up", "total": "up"},
+                    "minRequests": 0}})
+    .to_string();
+    let m =
+        |count: i32| json!({"name": "cmp", "interval": "1m", "count": count, "spec_json": compare});
+    let done = |phase: &str| json!({"phase": phase, "started_at": "2026-01-02T03:00:00Z"});
+    let with = |results: Value| {
+        json!({"name": "r", "start_time": "2026-01-02T03:00:00Z",
+                                       "status": {"metric_results": results}})
+    };
+    let calls = json!([
+        {"method": "Run", "request": {"metric": m(10), "analysis_run":
+            with(json!([{"name": "cmp", "count": 6}, {"name": "other", "count": 2}]))}},
+        {"method": "Run", "request": {"metric": m(10), "analysis_run":
+            with(json!([{"name": "cmp", "measurements":
+                [done("PHASE_SUCCESSFUL"), done("PHASE_ERROR"), done("PHASE_FAILED")]}]))}},
+        {"method": "Run", "request": {"metric": m(10), "analysis_run": with(json!([]))}},
+        {"method": "Run", "request": {"metric": m(10), "analysis_run":
+            {"name": "r", "start_time": "2026-01-02T03:00:00Z"}}},
+        {"method": "Run", "request": {"metric": m(10), "analysis_run":
+            with(json!([{"name": "cmp", "count": -2}]))}},
+    ]);
+    let out = check(&calls, &["-mtls=false", "--", "--protocol", "grpc"]);
+    let meta = |i: usize| ok(&out, i, "Run")["measurement"]["metadata"].clone();
+    assert_eq!(meta(0)["check"], "7 of 10", "{out}");
+    assert_eq!(meta(0)["check.from"], "the run's recorded measurements");
+    assert_eq!(meta(1)["check"], "3 of 10", "{out}");
+    assert_eq!(meta(2)["check"], "1 of 10", "{out}");
+    // No status: the run began long ago, so wall time says the last check.
+    assert_eq!(meta(3)["check"], "10 of 10", "{out}");
+    assert_eq!(meta(3)["check.from"], "wall time since the run began");
+    refused(
+        &out,
+        4,
+        "Run",
+        "InvalidArgument",
+        "analysis_run.status.metric_results[0].count: must be 0 or more",
+    );
+}

@@ -32,8 +32,16 @@ impl Engine {
     ) -> Outcome {
         let mut out = Outcome::new();
         describe(spec, &mut out.metadata);
-        let look = look(metric, opts, started_at);
+        let look = look(metric, opts, started_at).with_design(spec.design);
         out.metadata.insert("check".into(), look_text(look));
+        let basis = if opts.checks_done.is_some() {
+            "the run's recorded measurements"
+        } else if look == Look::single() {
+            "a single check"
+        } else {
+            "wall time since the run began"
+        };
+        out.metadata.insert("check.from".into(), basis.into());
         match &spec.form {
             CompareForm::Ratio {
                 canary,
@@ -118,6 +126,7 @@ impl Engine {
                 step,
                 direction,
                 min_samples,
+                correct_autocorrelation,
             } => {
                 let end = opts.at.unwrap_or(started_at);
                 let (c, s) = futures::join!(
@@ -154,6 +163,7 @@ impl Engine {
                     confidence: spec.confidence,
                     min_samples: *min_samples,
                     look,
+                    correct_autocorrelation: *correct_autocorrelation,
                 };
                 let (c, s) = (std::mem::take(&mut sides[0]), std::mem::take(&mut sides[1]));
                 // Large samples sort and select on threads: keep them off the async workers.
@@ -272,10 +282,21 @@ fn judge<T: serde::Serialize>(
     }
 }
 
-/// Which check of its run this measurement is, for the error spending of repeated checks.
-/// Without a run (a dry run, a webhook) it is a single check.
+/// Which check of its run this measurement is, for the error spending of repeated checks:
+/// exactly the run's recorded count plus one when the caller sent the run's history (Argo's
+/// plugin interface does), else estimated from wall time since the run began. Without a run (a
+/// dry run, a webhook) it is a single check.
 fn look(metric: &Metric, opts: &EvalOptions, now: DateTime<Utc>) -> Look {
     let planned = metric.count.filter(|c| *c > 0);
+    if let Some(done) = opts.checks_done {
+        let index = done.saturating_add(1);
+        // Argo stops measuring at `count`; a larger index means a caller that counts more than
+        // Argo does, so it gets the last slice rather than an error.
+        return match planned {
+            Some(n) => Look::of(index.min(n), n),
+            None => Look::open_ended(index),
+        };
+    }
     let (Some(start), Some(interval)) = (
         opts.run_started_at,
         metric.interval.filter(|i| !i.is_zero()),

@@ -62,6 +62,10 @@ pub struct EvalOptions {
     /// When the analysis run began measuring, if known (the Argo plugin knows it): places a
     /// repeated check within its run, so the error budget is spent across the run.
     pub run_started_at: Option<DateTime<Utc>>,
+    /// How many of this metric's measurements the run already holds that count towards Argo's
+    /// `count` (completed, not Error), when the caller sent the run's history: the check's
+    /// exact 0-based position. Takes precedence over `run_started_at`.
+    pub checks_done: Option<u32>,
 }
 
 impl EvalOptions {

@@ -12,7 +12,7 @@ use chrono::{DateTime, Utc};
 use futures::FutureExt;
 
 use super::gob::{
-    go_zero_time, gob_struct, Decoder, GoTime, GobError, Ignored, Interface, Registered, Step,
+    go_zero_time, gob_struct, Decoder, GoTime, GobError, Ignored, Interface, Registered, Seq, Step,
 };
 use super::netrpc::{not_found, panic_message, Outcome, Reply, Service};
 use crate::measurement::{Measurement, Phase};
@@ -28,6 +28,38 @@ pub struct AnalysisRunRef {
     pub uid: String,
     /// `status.startedAt`: when the run began measuring (for the position of a repeated check).
     pub started_at: Option<DateTime<Utc>>,
+    /// `status.metricResults`, when the caller sent the run's status: per metric name, how many
+    /// of its measurements Argo has completed without Error (see [`AnalysisRunRef::checks_done`]).
+    pub checks_done: Option<BTreeMap<String, u32>>,
+}
+
+impl AnalysisRunRef {
+    /// How many measurements of `metric` the run already holds that count towards Argo's
+    /// `count`: `None` when the caller sent no run history, `Some(0)` before the first.
+    ///
+    /// Argo Rollouts (analysis/analysis.go, v1.9.1) increments `MetricResult.Count` for every
+    /// completed Successful, Failed or Inconclusive measurement, stops the metric when `Count`
+    /// reaches `count`, retries an Error without counting it, and schedules the next
+    /// measurement `interval` after the previous one finished. So `Count` is this check's
+    /// 0-based position; wall time drifts ahead of it.
+    pub fn checks_done(&self, metric: &str) -> Option<u32> {
+        self.checks_done
+            .as_ref()
+            .map(|done| done.get(metric).copied().unwrap_or(0))
+    }
+}
+
+/// Argo's `MetricResult.Count` and its listed measurements, reduced to one count: the larger of
+/// `count` and the completed, non-Error measurements still listed (the list is trimmed to the
+/// measurement-history limit, 10 by default, so it can only undercount; a caller that fills in
+/// only the list still gets its length).
+pub fn completed_checks(count: i64, phases: impl IntoIterator<Item = Phase>) -> u32 {
+    let listed = phases
+        .into_iter()
+        .filter(|p| matches!(p, Phase::Successful | Phase::Failed | Phase::Inconclusive))
+        .count();
+    let count = u32::try_from(count.max(0)).unwrap_or(u32::MAX);
+    count.max(u32::try_from(listed).unwrap_or(u32::MAX))
 }
 
 /// Kubernetes' `intstr.IntOrString`.
@@ -125,8 +157,25 @@ gob_struct! {
 }
 
 gob_struct! {
+    /// `v1alpha1.Measurement`, reduced to its phase (to count a metric's measurements).
+    struct MeasurementPhaseWire {
+        phase: String = "Phase",
+    }
+}
+
+gob_struct! {
+    /// `v1alpha1.MetricResult`, reduced to what places the next check.
+    struct MetricResultWire {
+        name: String = "Name",
+        measurements: Seq<MeasurementPhaseWire> = "Measurements",
+        count: i32 = "Count",
+    }
+}
+
+gob_struct! {
     /// `v1alpha1.AnalysisRunStatus`, reduced.
     struct AnalysisRunStatusWire {
+        metric_results: Seq<MetricResultWire> = "MetricResults",
         started_at: Option<GoTime> = "StartedAt",
     }
 }
@@ -261,12 +310,32 @@ impl From<MetricWire> for ArgoMetric {
 }
 
 fn run_ref(w: Option<AnalysisRunWire>) -> AnalysisRunRef {
-    let w = w.unwrap_or_default();
+    // gob omits an empty slice: a run that was sent but lists no results has taken no
+    // measurement yet, which is history too. Only a nil run has none.
+    let Some(w) = w else {
+        return AnalysisRunRef::default();
+    };
+    let done = w
+        .status
+        .metric_results
+        .0
+        .into_iter()
+        .map(|r| {
+            let phases = r
+                .measurements
+                .0
+                .iter()
+                .filter_map(|m| Phase::parse(&m.phase));
+            let n = completed_checks(i64::from(r.count), phases);
+            (r.name, n)
+        })
+        .collect();
     AnalysisRunRef {
         name: w.meta.name,
         namespace: w.meta.namespace,
         uid: w.meta.uid,
         started_at: w.status.started_at.map(|t| t.0),
+        checks_done: Some(done),
     }
 }
 

@@ -19,7 +19,9 @@ pub mod yamux;
 use std::io;
 use std::path::PathBuf;
 
-pub use argo::{AnalysisRunRef, ArgoMetric, IntOrString, MetricProviderHandler, DISPENSE_NAME};
+pub use argo::{
+    completed_checks, AnalysisRunRef, ArgoMetric, IntOrString, MetricProviderHandler, DISPENSE_NAME,
+};
 pub use handshake::{
     check_cookie, handshake_line, negotiate_version, PluginSocket, COOKIE_KEY, COOKIE_VALUE,
 };

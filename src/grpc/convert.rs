@@ -9,7 +9,7 @@ use prost_types::Timestamp;
 use tonic::Status;
 
 use super::pb;
-use crate::goplugin::{AnalysisRunRef, ArgoMetric, IntOrString};
+use crate::goplugin::{completed_checks, AnalysisRunRef, ArgoMetric, IntOrString};
 use crate::measurement::{Measurement, Phase};
 
 /// The key a spec is filed under when the request names none.
@@ -126,7 +126,30 @@ pub fn run_ref(run: Option<&pb::AnalysisRun>) -> Result<AnalysisRunRef, Status> 
         namespace: run.namespace.clone(),
         uid: run.uid.clone(),
         started_at: optional_time("analysis_run.start_time", run.start_time.as_ref())?,
+        checks_done: run.status.as_ref().map(checks_done).transpose()?,
     })
+}
+
+/// Per metric: its completed, non-Error measurements (`count`, or the listed ones if more).
+fn checks_done(status: &pb::AnalysisRunStatus) -> Result<BTreeMap<String, u32>, Status> {
+    let mut done = BTreeMap::new();
+    for (i, r) in status.metric_results.iter().enumerate() {
+        let field = format!("analysis_run.status.metric_results[{i}]");
+        if r.count < 0 {
+            return Err(Status::invalid_argument(format!(
+                "{field}.count: must be 0 or more, got {}",
+                r.count
+            )));
+        }
+        let phases = r
+            .measurements
+            .iter()
+            .enumerate()
+            .map(|(j, m)| phase_from_pb(&format!("{field}.measurements[{j}].phase"), m.phase))
+            .collect::<Result<Vec<_>, _>>()?;
+        done.insert(r.name.clone(), completed_checks(i64::from(r.count), phases));
+    }
+    Ok(done)
 }
 
 /// The metric as the Argo controller would have sent it to the net/rpc plugin, so that both
@@ -170,6 +193,54 @@ mod tests {
 
     fn t(s: &str) -> DateTime<Utc> {
         DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
+    }
+
+    #[test]
+    fn run_history_counts_completed_measurements_and_names_bad_fields() {
+        let m = |phase: pb::Phase| pb::Measurement {
+            phase: phase.into(),
+            ..pb::Measurement::default()
+        };
+        let run = |results: Vec<pb::MetricResult>| pb::AnalysisRun {
+            status: Some(pb::AnalysisRunStatus {
+                metric_results: results,
+            }),
+            ..pb::AnalysisRun::default()
+        };
+        // No status: no history (the wall-time rule applies); a status without the metric:
+        // its first check.
+        let none = run_ref(Some(&pb::AnalysisRun::default())).unwrap();
+        assert_eq!(none.checks_done("cmp"), None);
+        assert_eq!(
+            run_ref(Some(&run(vec![]))).unwrap().checks_done("cmp"),
+            Some(0)
+        );
+        let listed = pb::MetricResult {
+            name: "cmp".into(),
+            count: 0,
+            measurements: vec![
+                m(pb::Phase::Successful),
+                m(pb::Phase::Error),
+                m(pb::Phase::Inconclusive),
+                m(pb::Phase::Running),
+            ],
+        };
+        let counted = pb::MetricResult {
+            name: "other".into(),
+            count: 7,
+            measurements: vec![m(pb::Phase::Failed)],
+        };
+        let r = run_ref(Some(&run(vec![listed.clone(), counted]))).unwrap();
+        assert_eq!(r.checks_done("cmp"), Some(2));
+        assert_eq!(r.checks_done("other"), Some(7));
+        let mut bad = listed;
+        bad.count = -1;
+        let e = run_ref(Some(&run(vec![bad]))).unwrap_err();
+        assert!(
+            e.message()
+                .starts_with("analysis_run.status.metric_results[0].count: must be 0 or more"),
+            "{e:?}"
+        );
     }
 
     #[test]

@@ -147,10 +147,11 @@ struct Deadline {
 }
 
 impl Deadline {
-    fn options(self, run: &AnalysisRunRef) -> EvalOptions {
+    fn options(self, run: &AnalysisRunRef, metric: &str) -> EvalOptions {
         EvalOptions {
             deadline: Some(self.at),
             run_started_at: run.started_at,
+            checks_done: run.checks_done(metric),
             ..EvalOptions::default()
         }
     }
@@ -228,7 +229,7 @@ impl MetricProviderService for MetricProvider {
         let m = required("metric", req.metric.as_ref())?;
         let metric = self.metric("metric", m, &m.spec_json)?;
         tracing::debug!(analysis_run = %run.name, namespace = %run.namespace, metric = %m.name, "grpc run");
-        let opts = deadline.options(&run);
+        let opts = deadline.options(&run, &m.name);
         let out = self
             .within(deadline, self.engine.measure(&metric, &opts))
             .await?;
@@ -251,7 +252,7 @@ impl MetricProviderService for MetricProvider {
         )?;
         let metric = self.metric("metric", m, &m.spec_json)?;
         tracing::debug!(analysis_run = %run.name, metric = %m.name, "grpc resume");
-        let opts = deadline.options(&run);
+        let opts = deadline.options(&run, &m.name);
         let out = self
             .within(deadline, self.engine.resume(&metric, &previous, &opts))
             .await?;
@@ -323,7 +324,7 @@ impl MetricProviderService for MetricProvider {
         tracing::debug!(metric = %m.name, at = ?at, "grpc analyze");
         let opts = EvalOptions {
             at,
-            ..deadline.options(&AnalysisRunRef::default())
+            ..deadline.options(&AnalysisRunRef::default(), "")
         };
         let out = self
             .within(deadline, self.engine.measure(&metric, &opts))

@@ -115,11 +115,13 @@ fn parse_argo_metric(metric: &ArgoMetric) -> Result<Metric, SpecError> {
     Ok(m)
 }
 
-/// The engine's options for a call about `run`: the time budget, and where the run began (so a
-/// repeated check knows its place in the run).
-fn options(run: &AnalysisRunRef) -> EvalOptions {
+/// The engine's options for a call about `metric` in `run`: the time budget, and the run's
+/// history of this metric (so a repeated check knows its exact place in the run; where the
+/// run began, for callers that send no history).
+fn options(run: &AnalysisRunRef, metric: &ArgoMetric) -> EvalOptions {
     EvalOptions {
         run_started_at: run.started_at,
+        checks_done: run.checks_done(&metric.name),
         ..EvalOptions::with_budget(MEASUREMENT_BUDGET)
     }
 }
@@ -139,7 +141,7 @@ impl MetricProviderHandler for RollgatePlugin {
     async fn run(&self, run: AnalysisRunRef, metric: ArgoMetric) -> Measurement {
         tracing::debug!(analysis_run = %run.name, namespace = %run.namespace, metric = %metric.name, "run");
         match metric_from_argo(&metric) {
-            Ok(m) => self.engine.measure(&m, &options(&run)).await,
+            Ok(m) => self.engine.measure(&m, &options(&run, &metric)).await,
             Err(e) => invalid_spec(&metric, &e),
         }
     }
@@ -152,7 +154,11 @@ impl MetricProviderHandler for RollgatePlugin {
     ) -> Measurement {
         tracing::debug!(analysis_run = %run.name, metric = %metric.name, "resume");
         match metric_from_argo(&metric) {
-            Ok(m) => self.engine.resume(&m, &previous, &options(&run)).await,
+            Ok(m) => {
+                self.engine
+                    .resume(&m, &previous, &options(&run, &metric))
+                    .await
+            }
             Err(e) => invalid_spec(&metric, &e),
         }
     }

@@ -8,7 +8,7 @@ use super::error::SpecError;
 use super::metric::{read_on_insufficient, OnInsufficient};
 use super::promql::check_promql;
 use super::reader::{invalid, ObjectReader};
-pub use crate::stats::Direction;
+pub use crate::stats::{Design, Direction};
 
 /// A validated `compare:` block.
 #[derive(Debug, Clone, PartialEq)]
@@ -20,6 +20,9 @@ pub struct CompareSpec {
     pub confidence: f64,
     /// What too little data (below `minRequests`/`minSamples`) becomes.
     pub on_insufficient: OnInsufficient,
+    /// `windows`: how the repeated checks' windows relate, which decides how the error budget
+    /// is spent (`sliding`: union bound; `cumulative`: group-sequential boundaries).
+    pub design: Design,
 }
 
 /// The two forms of comparison.
@@ -42,6 +45,9 @@ pub enum CompareForm {
         step: Duration,
         direction: Direction,
         min_samples: usize,
+        /// `autocorrelation: correct` (default): the samples are a time series and the test
+        /// accounts for their autocorrelation; `ignore`: independent samples.
+        correct_autocorrelation: bool,
     },
 }
 
@@ -71,6 +77,17 @@ impl CompareSpec {
             .unwrap_or(if distribution { 0.1 } else { 0.2 });
         let confidence = c.number("confidence", 0.5, 0.9999)?.unwrap_or(0.95);
         let on_insufficient = read_on_insufficient(&mut c)?;
+        let design = match c.string("windows")?.as_deref() {
+            None | Some("sliding") => Design::UnionBound,
+            Some("cumulative") => Design::GroupSequential,
+            Some(other) => {
+                return Err(invalid(
+                    &c.path_of("windows"),
+                    "sliding (any windows: each check spends its slice of the budget) or cumulative (every check's window starts at the run's start: group-sequential boundaries)",
+                    &Value::String(other.into()),
+                ))
+            }
+        };
         let form = if distribution {
             let canary = side_query(&mut c, "canary")?;
             let stable = side_query(&mut c, "stable")?;
@@ -98,6 +115,17 @@ impl CompareSpec {
             let min_samples = c
                 .integer("minSamples", 1, 1_000_000)?
                 .unwrap_or(DEFAULT_MIN_SAMPLES);
+            let correct_autocorrelation = match c.string("autocorrelation")?.as_deref() {
+                None | Some("correct") => true,
+                Some("ignore") => false,
+                Some(other) => {
+                    return Err(invalid(
+                        &c.path_of("autocorrelation"),
+                        "correct (the samples are a time series, the default) or ignore (independent samples)",
+                        &Value::String(other.into()),
+                    ))
+                }
+            };
             CompareForm::Distribution {
                 canary,
                 stable,
@@ -105,6 +133,7 @@ impl CompareSpec {
                 step,
                 direction,
                 min_samples: min_samples as usize,
+                correct_autocorrelation,
             }
         } else {
             let canary = ratio_side(&mut c, "canary")?;
@@ -126,6 +155,7 @@ impl CompareSpec {
             max_increase,
             confidence,
             on_insufficient,
+            design,
         })
     }
 }

@@ -20,10 +20,12 @@
 
 use serde::Serialize;
 
+use super::autocorrelation::u_variance_inflation;
 use super::error::StatsError;
 use super::format;
 use super::hodges_lehmann;
 use super::mann_whitney::{Alternative, Method, MethodChoice, RankSummary};
+use super::normal::{isf, sf};
 use super::ratio::validate_confidence;
 use super::sequential::{look_alpha, Look};
 use super::sort::sort_floats;
@@ -68,6 +70,9 @@ pub struct DistOptions {
     pub min_samples: usize,
     /// Which check of the run this is.
     pub look: Look,
+    /// Whether the samples are a time series whose autocorrelation widens the interval (the
+    /// spec's `autocorrelation: correct`, the default) or independent draws (`ignore`).
+    pub correct_autocorrelation: bool,
 }
 
 impl DistOptions {
@@ -79,6 +84,7 @@ impl DistOptions {
             confidence,
             min_samples: 1,
             look: Look::single(),
+            correct_autocorrelation: true,
         }
     }
 }
@@ -153,6 +159,26 @@ pub struct DistOutcome {
     pub min_samples: usize,
     /// Which check of the run this was.
     pub look: Look,
+    /// The autocorrelation correction applied, when the samples were judged as a time series.
+    pub autocorrelation: Option<AutocorrelationSummary>,
+}
+
+/// How autocorrelation of the two series widened the test (see [`super::autocorrelation`]).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AutocorrelationSummary {
+    /// Long-run variance factor of the canary series (1 = independent).
+    pub canary_factor: f64,
+    /// Long-run variance factor of the stable series.
+    pub stable_factor: f64,
+    /// The factor applied to the variance of `U`.
+    pub variance_inflation: f64,
+    /// Samples per side divided by their factor: what the series are worth as independent draws.
+    pub effective_samples: [f64; 2],
+    /// The Mann-Whitney p-value as if the samples were independent.
+    pub independent_p_value: f64,
+    /// The interval's level as if the samples were independent (the interval used).
+    pub independent_level: f64,
 }
 
 /// Judges one check of the distribution form. Errors only on invalid options.
@@ -197,6 +223,7 @@ pub fn compare_distributions(
         direction: opts.direction,
         min_samples: opts.min_samples,
         look: opts.look,
+        autocorrelation: None,
     };
     let needed = opts.min_samples.max(1);
     if cs.len() < needed || ss.len() < needed {
@@ -209,8 +236,35 @@ pub fn compare_distributions(
         Direction::Either => (Alternative::TwoSided, 1.0 - alpha),
     };
     let summary = RankSummary::new(&cs, &ss);
-    let mw = summary.test(alternative, MethodChoice::Auto)?;
-    let hl = hodges_lehmann::from_sorted(&cs, &ss, level, &summary)?;
+    let mut mw = summary.test(alternative, MethodChoice::Auto)?;
+    // A time series is worth fewer independent samples: the same interval rule at a z scaled
+    // by the standard-deviation inflation, i.e. the interval at a higher nominal level.
+    let mut hl_level = level;
+    if opts.correct_autocorrelation {
+        let clean = |v: &[f64]| {
+            v.iter()
+                .copied()
+                .filter(|x| !x.is_nan())
+                .collect::<Vec<_>>()
+        };
+        let (f, fc, fs) = u_variance_inflation(&clean(canary), &clean(stable));
+        let sd = f.sqrt();
+        hl_level = 1.0 - 2.0 * sf(isf((1.0 - level) / 2.0) * sd);
+        let independent_p = mw.p_value;
+        mw.p_value = match alternative {
+            Alternative::TwoSided => (2.0 * sf(isf(independent_p / 2.0) / sd)).min(1.0),
+            _ => sf(isf(independent_p) / sd),
+        };
+        outcome.autocorrelation = Some(AutocorrelationSummary {
+            canary_factor: fc,
+            stable_factor: fs,
+            variance_inflation: f,
+            effective_samples: [cs.len() as f64 / fc, ss.len() as f64 / fs],
+            independent_p_value: independent_p,
+            independent_level: hl_level,
+        });
+    }
+    let hl = hodges_lehmann::from_sorted(&cs, &ss, hl_level, &summary)?;
     let stable_median = stable_summary.median.unwrap_or(0.0);
     let band = opts.max_increase * stable_median.abs();
 
@@ -228,7 +282,7 @@ pub fn compare_distributions(
     });
     outcome.relative_shift = (stable_median != 0.0).then(|| hl.estimate / stable_median.abs());
 
-    if hl.achieved_confidence < level - 1e-9 {
+    if hl.achieved_confidence < hl_level - 1e-9 {
         // Too few samples for any interval at this level: nothing can be shown either way.
         return Ok(outcome);
     }

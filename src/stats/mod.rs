@@ -11,11 +11,13 @@
 //!
 //! `docs/statistics.md` explains the methods, their assumptions and the measured figures.
 
+mod autocorrelation;
 mod binomial;
 mod distribution;
 mod error;
 mod fisher;
 mod format;
+mod group_sequential;
 mod hodges_lehmann;
 mod mann_whitney;
 mod normal;
@@ -27,8 +29,8 @@ mod simulation;
 mod sort;
 
 pub use distribution::{
-    compare_distributions, Classification, Direction, DistOptions, DistOutcome, SampleSummary,
-    ShiftInterval,
+    compare_distributions, AutocorrelationSummary, Classification, Direction, DistOptions,
+    DistOutcome, SampleSummary, ShiftInterval,
 };
 pub use error::StatsError;
 pub use fisher::fisher_exact_one_sided;
@@ -41,9 +43,10 @@ pub use ratio::{
     RatioSide, RatioTest,
 };
 pub use rng::{BinomialSampler, SplitMix64};
-pub use sequential::{look_alpha, spent_alpha, Look};
+pub use sequential::{look_alpha, spent_alpha, Design, Look};
 pub use simulation::{
-    simulate, simulate_latency, standard_scenarios, LatencyScenario, Scenario, SimulationRow,
+    latency_scenarios, simulate, simulate_latency, standard_scenarios, standard_scenarios_with,
+    LatencyScenario, Scenario, SimulationRow,
 };
 
 use serde::Serialize;

@@ -17,8 +17,10 @@
 use serde::Serialize;
 
 use super::error::StatsError;
+use super::group_sequential::{cached_levels, MAX_LOOKS};
 
-/// Which check of a run this is: the 1-based `index` and, when known, the `planned` count.
+/// Which check of a run this is: the 1-based `index`, when known the `planned` count, and how
+/// the checks' windows relate (which decides how the budget can be spent).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Look {
@@ -26,6 +28,22 @@ pub struct Look {
     pub index: u32,
     /// Number of checks the run will make, when known (Argo's `count`).
     pub planned: Option<u32>,
+    /// How this check's level is derived from the budget.
+    pub design: Design,
+}
+
+/// How the error budget is spent across the checks of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Design {
+    /// Each check's level is its slice of the budget; the union bound holds for any windows
+    /// (sliding, overlapping, cumulative) but wastes most of the budget on correlated checks.
+    #[default]
+    UnionBound,
+    /// Group-sequential boundaries for checks on cumulative data (each window starts at the
+    /// run's start): the levels account for the correlation `sqrt(j/k)` of the looks, so the
+    /// crossing probabilities add up to the whole budget.
+    GroupSequential,
 }
 
 impl Look {
@@ -34,6 +52,7 @@ impl Look {
         Look {
             index: 1,
             planned: Some(1),
+            design: Design::UnionBound,
         }
     }
 
@@ -42,6 +61,7 @@ impl Look {
         Look {
             index,
             planned: Some(planned),
+            design: Design::UnionBound,
         }
     }
 
@@ -50,7 +70,13 @@ impl Look {
         Look {
             index,
             planned: None,
+            design: Design::UnionBound,
         }
+    }
+
+    /// The same check, with levels from `design`.
+    pub fn with_design(self, design: Design) -> Look {
+        Look { design, ..self }
     }
 
     fn validate(self) -> Result<(), StatsError> {
@@ -74,12 +100,27 @@ pub fn spent_alpha(alpha: f64, look: Look) -> Result<f64, StatsError> {
     Ok(cumulative(alpha, look.index, look.planned))
 }
 
-/// The error level of this one check: `spent(index) - spent(index - 1)`.
+/// The error level of this one check, for a p-value to be compared with: under the union
+/// bound the slice `spent(index) - spent(index - 1)`; under group-sequential boundaries the
+/// nominal level at which the check's crossing probability (given no earlier crossing) is that
+/// slice, which is larger because cumulative looks are correlated.
 pub fn look_alpha(alpha: f64, look: Look) -> Result<f64, StatsError> {
     look.validate()?;
-    let now = cumulative(alpha, look.index, look.planned);
-    let before = cumulative(alpha, look.index - 1, look.planned);
-    Ok((now - before).max(0.0))
+    let slice = |k: u32| {
+        (cumulative(alpha, k, look.planned) - cumulative(alpha, k - 1, look.planned)).max(0.0)
+    };
+    let k = look.index as usize;
+    if look.design == Design::GroupSequential && k <= MAX_LOOKS {
+        let looks = look.planned.map_or(look.index, |n| n.min(MAX_LOOKS as u32));
+        let key = (alpha.to_bits(), look.planned.unwrap_or(0), looks);
+        let levels = cached_levels(key, || (1..=looks).map(slice).collect());
+        if let Some(level) = levels.get(k - 1) {
+            return Ok(*level);
+        }
+    }
+    // Beyond the exactly computed looks the slice keeps the total within the budget: the
+    // union bound holds for the rest whatever their correlation.
+    Ok(slice(look.index))
 }
 
 fn cumulative(alpha: f64, index: u32, planned: Option<u32>) -> f64 {
@@ -119,6 +160,31 @@ mod tests {
         assert!(total < 0.05 && total > 0.049);
         let first = look_alpha(0.05, Look::open_ended(1)).unwrap();
         assert!((first - 0.05 * (1.0 - 1.0 / 2f64.sqrt())).abs() < 1e-15);
+    }
+
+    #[test]
+    fn group_sequential_levels_use_the_correlation() {
+        let gs = |k| look_alpha(0.05, Look::of(k, 10).with_design(Design::GroupSequential));
+        let ub = |k| look_alpha(0.05, Look::of(k, 10));
+        for k in 1..=10 {
+            let (g, u) = (gs(k).unwrap(), ub(k).unwrap());
+            assert!(g >= u - 1e-12 && g < 0.05, "look {k}: {g} vs {u}");
+        }
+        // The first look has no earlier one to share with; the last gains the most.
+        assert!((gs(1).unwrap() - ub(1).unwrap()).abs() < 1e-9);
+        assert!(gs(10).unwrap() > 2.0 * ub(10).unwrap());
+        // Open-ended runs get boundaries too, and beyond the computed looks the slice.
+        let open = |k| {
+            look_alpha(
+                0.05,
+                Look::open_ended(k).with_design(Design::GroupSequential),
+            )
+        };
+        assert!(open(5).unwrap() > look_alpha(0.05, Look::open_ended(5)).unwrap());
+        assert_eq!(
+            open(500).unwrap(),
+            look_alpha(0.05, Look::open_ended(500)).unwrap()
+        );
     }
 
     #[test]

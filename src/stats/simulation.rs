@@ -7,11 +7,11 @@
 
 use serde::Serialize;
 
-use super::distribution::{compare_distributions, DistOptions};
+use super::distribution::{compare_distributions, Direction, DistOptions};
 use super::error::StatsError;
 use super::ratio::{compare_ratio, RatioInput, RatioOptions};
 use super::rng::{BinomialSampler, SplitMix64};
-use super::sequential::Look;
+use super::sequential::{Design, Look};
 use super::Verdict;
 
 /// A ratio-form rollout: per-check traffic and true bad-event rates of both sides.
@@ -56,6 +56,86 @@ pub struct LatencyScenario {
     pub plan_known: bool,
     /// Direction, tolerance, confidence, minimum samples (the look is set per check).
     pub options: DistOptions,
+    /// AR(1) coefficient of each side's log-latency noise from one sample to the next (0:
+    /// independent samples).
+    pub rho: f64,
+    /// Each sample averages this many consecutive noise values (at least 1), as
+    /// `rate(...[1m])` at a 15 s step averages the 4 newest 15 s intervals: overlapping windows.
+    pub smoothing: usize,
+    /// Samples per side already in the window at the first check (the series existed before).
+    pub initial: usize,
+}
+
+impl LatencyScenario {
+    /// Independent log-normal samples, none before the first check.
+    #[allow(clippy::too_many_arguments)]
+    pub fn independent(
+        name: &str,
+        stable_median: f64,
+        canary_median: f64,
+        log_sd: f64,
+        samples_per_check: usize,
+        window: usize,
+        checks: u32,
+        options: DistOptions,
+    ) -> LatencyScenario {
+        LatencyScenario {
+            name: name.to_string(),
+            stable_median,
+            canary_median,
+            log_sd,
+            samples_per_check,
+            window,
+            checks,
+            plan_known: true,
+            options,
+            rho: 0.0,
+            smoothing: 1,
+            initial: 0,
+        }
+    }
+}
+
+/// One side's latency series: log-normal around `median`, with AR(1) noise averaged over
+/// `smoothing` steps.
+struct Series {
+    median: f64,
+    log_sd: f64,
+    rho: f64,
+    state: f64,
+    recent: std::collections::VecDeque<f64>,
+    smoothing: usize,
+}
+
+impl Series {
+    fn new(median: f64, s: &LatencyScenario, rng: &mut SplitMix64) -> Series {
+        let mut series = Series {
+            median,
+            log_sd: s.log_sd,
+            rho: s.rho,
+            // Drawn only when it matters, so independent scenarios keep their old streams.
+            state: if s.rho > 0.0 { rng.normal() } else { 0.0 },
+            recent: std::collections::VecDeque::new(),
+            smoothing: s.smoothing.max(1),
+        };
+        for _ in 1..series.smoothing {
+            series.step(rng);
+        }
+        series
+    }
+
+    fn step(&mut self, rng: &mut SplitMix64) -> f64 {
+        self.state = self.rho * self.state + (1.0 - self.rho * self.rho).sqrt() * rng.normal();
+        self.recent.push_back(self.state);
+        if self.recent.len() > self.smoothing {
+            self.recent.pop_front();
+        }
+        let k = self.recent.len() as f64;
+        // The mean of k independent unit values has sd 1/sqrt(k): rescale so that `log_sd`
+        // stays one sample's spread whatever the smoothing.
+        let mean = self.recent.iter().sum::<f64>() / k;
+        self.median * (self.log_sd * mean * k.sqrt()).exp()
+    }
 }
 
 /// What happened over `runs` simulated rollouts of one scenario.
@@ -109,7 +189,8 @@ pub fn simulate(scenario: &Scenario, runs: usize, seed: u64) -> Result<Simulatio
             input.stable_bad += stable.sample(&mut rng);
             input.stable_total += scenario.stable_requests_per_check;
             let mut opts = scenario.options;
-            opts.look = look(k, scenario.checks, scenario.plan_known);
+            opts.look = look(k, scenario.checks, scenario.plan_known)
+                .with_design(scenario.options.look.design);
             let verdict = compare_ratio(&input, &opts)?.verdict;
             if verdict == Verdict::Worse {
                 outcome = RunEnd::FailedAt(k);
@@ -142,6 +223,12 @@ pub fn simulate_latency(
             what: "medians must be > 0 and the log spread >= 0",
         });
     }
+    if !(0.0..1.0).contains(&scenario.rho) {
+        return Err(StatsError::Scenario {
+            name: scenario.name.clone(),
+            what: "rho must lie in [0, 1)",
+        });
+    }
     let mut rng = SplitMix64::new(seed);
     let mut tally = Tally::default();
     let window = scenario.window.max(1);
@@ -150,18 +237,25 @@ pub fn simulate_latency(
     for _ in 0..runs {
         canary.clear();
         stable.clear();
+        let mut c = Series::new(scenario.canary_median, scenario, &mut rng);
+        let mut s = Series::new(scenario.stable_median, scenario, &mut rng);
+        for _ in 0..scenario.initial {
+            canary.push(c.step(&mut rng));
+            stable.push(s.step(&mut rng));
+        }
         let mut outcome = RunEnd::Final(Verdict::Undecided);
         for k in 1..=scenario.checks {
             for _ in 0..scenario.samples_per_check {
-                canary.push(scenario.canary_median * (scenario.log_sd * rng.normal()).exp());
-                stable.push(scenario.stable_median * (scenario.log_sd * rng.normal()).exp());
+                canary.push(c.step(&mut rng));
+                stable.push(s.step(&mut rng));
             }
             if canary.len() > window {
                 canary.drain(..canary.len() - window);
                 stable.drain(..stable.len() - window);
             }
             let mut opts = scenario.options;
-            opts.look = look(k, scenario.checks, scenario.plan_known);
+            opts.look = look(k, scenario.checks, scenario.plan_known)
+                .with_design(scenario.options.look.design);
             let verdict = compare_distributions(&canary, &stable, &opts)?.verdict;
             if verdict == Verdict::Worse {
                 outcome = RunEnd::FailedAt(k);
@@ -171,15 +265,24 @@ pub fn simulate_latency(
         }
         tally.add(outcome);
     }
-    let seen = (scenario.samples_per_check * scenario.checks as usize).min(window) as u64;
+    let seen = (scenario.initial + scenario.samples_per_check * scenario.checks as usize)
+        .min(window) as u64;
     Ok(tally.row(&scenario.name, runs, scenario.checks, seen, seen))
 }
 
 /// The scenarios of the table in `docs/statistics.md`: ten checks, one a minute, 95 %
-/// confidence, `maxIncrease: 0.2`, `margin: 0.001`, `minRequests: 500`, planned count known.
+/// confidence, `maxIncrease: 0.2`, `margin: 0.001`, `minRequests: 500`, planned count known,
+/// the union-bound spending (`windows: sliding`).
 pub fn standard_scenarios() -> Vec<Scenario> {
+    standard_scenarios_with(Design::UnionBound)
+}
+
+/// [`standard_scenarios`] with the budget spent by `design`, plus the rows of issue 13: 1 % ->
+/// 2 % at 6,000 requests per side, and one final check at 2,000 per side.
+pub fn standard_scenarios_with(design: Design) -> Vec<Scenario> {
     let mut opts = RatioOptions::new(0.2, 0.001, 0.95);
     opts.min_requests = 500;
+    opts.look = Look::single().with_design(design);
     let strict = RatioOptions {
         max_increase: 0.0,
         margin: 0.0,
@@ -199,6 +302,8 @@ pub fn standard_scenarios() -> Vec<Scenario> {
     unequal.canary_requests_per_check = 100;
     let mut open = make("healthy 1 %, count unknown", 0.01, 0.01, 1_000, opts);
     open.plan_known = false;
+    let mut final_check = make("2x: 1 % -> 2 %, one final check", 0.01, 0.02, 2_000, opts);
+    final_check.checks = 1;
     vec![
         make("healthy 1 %", 0.01, 0.01, 1_000, opts),
         make("healthy 0.1 %", 0.001, 0.001, 1_000, opts),
@@ -209,6 +314,50 @@ pub fn standard_scenarios() -> Vec<Scenario> {
         make("2x: 5 % -> 10 %", 0.05, 0.10, 200, opts),
         make("2x: 1 % -> 2 %", 0.01, 0.02, 200, opts),
         make("low traffic, 2x: 5 % -> 10 %", 0.05, 0.10, 30, opts),
+        make("2x: 1 % -> 2 %, 6,000/side", 0.01, 0.02, 600, opts),
+        final_check,
+    ]
+}
+
+/// The distribution-form scenarios of `docs/statistics.md` and issue 13, judged with
+/// (`correct`) or without the autocorrelation correction: direction increase, `maxIncrease:
+/// 0.1`, confidence 0.95, `minSamples: 20`, ten checks, planned count known, log sd 0.5.
+///
+/// - independent samples, 5 new per side per check in a sliding 30-sample window;
+/// - AR(1) series at a 1m step, 30 samples (`window: 30m`) in the window from the first check,
+///   one new sample per check (interval 1m);
+/// - `rate[1m]` at a 15 s step: each sample averages the 4 newest 15 s intervals (overlapping
+///   windows), 120 samples in the window (`window: 30m`, `step: 15s`), 4 new per check.
+pub fn latency_scenarios(correct: bool) -> Vec<LatencyScenario> {
+    let mut opts = DistOptions::new(Direction::Increase, 0.1, 0.95);
+    opts.min_samples = 20;
+    opts.correct_autocorrelation = correct;
+    let iid = |name: &str, shift: f64| {
+        LatencyScenario::independent(name, 0.2, 0.2 * (1.0 + shift), 0.5, 5, 30, 10, opts)
+    };
+    let ar = |name: &str, shift: f64, rho: f64| LatencyScenario {
+        rho,
+        initial: 29,
+        ..LatencyScenario::independent(name, 0.2, 0.2 * (1.0 + shift), 0.5, 1, 30, 10, opts)
+    };
+    let overlapping = |name: &str, shift: f64| LatencyScenario {
+        smoothing: 4,
+        initial: 116,
+        ..LatencyScenario::independent(name, 0.2, 0.2 * (1.0 + shift), 0.5, 4, 120, 10, opts)
+    };
+    vec![
+        iid("healthy latency", 0.0),
+        iid("latency +10 % (at tolerance)", 0.1),
+        iid("latency +50 %", 0.5),
+        iid("latency x2", 1.0),
+        ar("healthy, AR(1) rho 0.5", 0.0, 0.5),
+        ar("healthy, AR(1) rho 0.8", 0.0, 0.8),
+        ar("healthy, AR(1) rho 0.9", 0.0, 0.9),
+        ar("+10 % (at tolerance), AR(1) rho 0.8", 0.1, 0.8),
+        ar("+50 %, AR(1) rho 0.5", 0.5, 0.5),
+        ar("+50 %, AR(1) rho 0.8", 0.5, 0.8),
+        overlapping("healthy, rate[1m] at 15 s step", 0.0),
+        overlapping("+50 %, rate[1m] at 15 s step", 0.5),
     ]
 }
 

@@ -511,6 +511,36 @@ impl ValueDecoder<'_> {
     }
 }
 
+/// A Go slice `[]T` of any element type but `byte` (which is [`Vec<u8>`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Seq<T>(pub Vec<T>);
+
+impl<T> Default for Seq<T> {
+    fn default() -> Self {
+        Seq(Vec::new())
+    }
+}
+
+impl<T: GobDecode> GobDecode for Seq<T> {
+    fn decode(d: &mut ValueDecoder<'_>, id: i64) -> Result<Self, GobError> {
+        let Some(&WireType::Slice { elem }) = d.types.get(id) else {
+            return Err(GobError::Mismatch {
+                local: "slice",
+                remote: id,
+            });
+        };
+        d.enter()?;
+        // read_len bounds the count by the bytes left, so a forged length cannot reserve memory.
+        let n = d.r.read_len()?;
+        let mut out = Vec::with_capacity(n.min(1024));
+        for _ in 0..n {
+            out.push(T::decode(d, elem)?);
+        }
+        d.leave();
+        Ok(Seq(out))
+    }
+}
+
 /// A Go interface value expected to hold `T` (or nil: `None`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Interface<T>(pub Option<T>);
@@ -702,6 +732,31 @@ mod tests {
         assert_eq!(got.inner.unwrap().a, "x");
         assert_eq!(got.n, -3);
         assert_eq!(got.m.get("k").map(String::as_str), Some("v"));
+    }
+
+    gob_struct! {
+        struct OuterSeq {
+            skip: Seq<Inner> = "Skip",
+            n: i64 = "N",
+        }
+    }
+
+    #[test]
+    fn slices_of_structs_decode_in_order() {
+        let mut m = MsgBuilder::default();
+        outer_defs(&mut m);
+        let mut v = vec![0xFF, 0x82];
+        outer_value(&mut v);
+        m.msg(&v);
+        let got: OuterSeq = decode_all(&m.msgs).unwrap();
+        let names: Vec<&str> = got.skip.0.iter().map(|i| i.a.as_str()).collect();
+        assert_eq!(names, ["q", ""]);
+        assert_eq!(got.n, -3);
+        // A slice local type against a remote string is a mismatch, not a panic.
+        let mut m = MsgBuilder::default();
+        m.def_struct(65, "Outer", &[("Skip", 6)]);
+        m.msg(&[0xFF, 0x82, 1, 1, b'z', 0]);
+        assert!(decode_all::<OuterSeq>(&m.msgs).is_err());
     }
 
     #[test]

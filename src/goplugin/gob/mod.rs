@@ -12,7 +12,7 @@ mod types;
 pub(crate) mod wire;
 
 pub(crate) use decode::gob_struct;
-pub use decode::{Decoder, GobDecode, Ignored, Interface, Registered, Step, ValueDecoder};
+pub use decode::{Decoder, GobDecode, Ignored, Interface, Registered, Seq, Step, ValueDecoder};
 pub use encode::{Body, Encoder};
 pub use time::{decode_go_time, encode_go_time, go_zero_time, GoTime};
 

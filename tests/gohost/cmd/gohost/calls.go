@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	k "rollgate.test/gohost/argotypes/v1"
 	a "rollgate.test/gohost/argotypes/v1alpha1"
 	"rollgate.test/gohost/hostkit"
 	"rollgate.test/gohost/pluginrpc"
@@ -23,6 +24,46 @@ type callSpec struct {
 	Measurement *jsonMeasurement `json:"measurement"`
 	Limit       int              `json:"limit"`
 	Run         *runIdentity     `json:"run"`
+	History     *jsonHistory     `json:"history"`
+}
+
+// jsonHistory replaces the metric under test's status.metricResults entry (default: three
+// Successful measurements), as the controller would hold it after that many measurements.
+type jsonHistory struct {
+	// Completed Successful measurements (each counted in Count, as analysis.go does).
+	Completed int `json:"completed"`
+	// Error measurements after them (counted in Error, not in Count).
+	Errors int `json:"errors"`
+	// Keep only the newest Listed measurements, as garbageCollectMeasurements trims them;
+	// nil keeps all.
+	Listed *int `json:"listed"`
+}
+
+// withHistory sets the target metric's (the first) result in run to h.
+func withHistory(run *a.AnalysisRun, h jsonHistory) {
+	results := run.Status.MetricResults
+	if h.Completed == 0 && h.Errors == 0 {
+		// Argo adds a metric's result with its first measurement.
+		run.Status.MetricResults = results[1:]
+		return
+	}
+	r := metricResult(results[0].Name, run.Status.StartedAt.Time, h.Completed, false)
+	for i := 0; i < h.Errors; i++ {
+		s := run.Status.StartedAt.Time.Add(time.Duration(h.Completed+i) * time.Minute)
+		r.Measurements = append(r.Measurements, a.Measurement{
+			Phase:      a.AnalysisPhaseError,
+			Message:    "connection refused",
+			StartedAt:  k.NewTimePtr(s),
+			FinishedAt: k.NewTimePtr(s.Add(time.Second)),
+		})
+		r.Error++
+		r.ConsecutiveError++
+		r.ConsecutiveSuccess = 0
+	}
+	if h.Listed != nil && *h.Listed < len(r.Measurements) {
+		r.Measurements = r.Measurements[len(r.Measurements)-*h.Listed:]
+	}
+	results[0] = r
 }
 
 // callResult is one output line of `calls`; only the fields that belong to the method are set.
@@ -121,6 +162,9 @@ func doCall(s *session, call callSpec, id runIdentity) (callResult, error) {
 	res := callResult{Method: call.Method}
 	metric := call.Metric.metric()
 	run := buildRun(id, metric, time.Now())
+	if call.History != nil {
+		withHistory(run, *call.History)
+	}
 	var meas a.Measurement
 	if call.Measurement != nil {
 		var err error
