@@ -285,8 +285,9 @@ impl Engine {
         };
         match self.query(config, &request, opts.deadline).await {
             Err(e) => out.error(format!("query failed: {e}")),
-            Ok(response) => {
+            Ok(mut response) => {
                 out.note_warnings(&response);
+                result::histograms_as_zero(&mut response);
                 out.value = result::argo_value_string(&response.data);
                 query::judge(out, metric, &response, "")
             }

@@ -20,6 +20,10 @@ pub struct QueryResponse {
     pub data: QueryData,
     /// Server warnings (e.g. Thanos partial-response notes), in the order received.
     pub warnings: Vec<String>,
+    /// Where in a vector result series with only a native-histogram sample stood (they are
+    /// left out of `data`): client_golang gives such a sample the value 0, which is what
+    /// Argo's own Prometheus provider judges.
+    pub histogram_only: Vec<usize>,
 }
 
 /// The result of a query, by Prometheus result type.
@@ -124,6 +128,7 @@ pub(crate) fn decode(
         origin: origin.clone(),
         result_type: result_type.clone(),
     };
+    let mut histogram_only = Vec::new();
     let data = match (result_type.as_str(), data.result) {
         ("scalar" | "vector" | "matrix", None) => {
             return Err(malformed("no `data.result` field".into()))
@@ -134,10 +139,18 @@ pub(crate) fn decode(
         }),
         ("vector", Some(RawResult::Empty)) => QueryData::Vector(Vec::new()),
         ("matrix", Some(RawResult::Empty)) => QueryData::Matrix(Vec::new()),
-        ("vector", Some(RawResult::Series { vector, matrix })) if matrix.is_empty() => {
+        (
+            "vector",
+            Some(RawResult::Series {
+                vector,
+                matrix,
+                histogram_only: positions,
+            }),
+        ) if matrix.is_empty() => {
+            histogram_only = positions;
             QueryData::Vector(vector)
         }
-        ("matrix", Some(RawResult::Series { vector, matrix })) if vector.is_empty() => {
+        ("matrix", Some(RawResult::Series { vector, matrix, .. })) if vector.is_empty() => {
             QueryData::Matrix(matrix)
         }
         ("scalar" | "vector" | "matrix", Some(_)) => {
@@ -150,6 +163,7 @@ pub(crate) fn decode(
     Ok(QueryResponse {
         data,
         warnings: envelope.warnings,
+        histogram_only,
     })
 }
 
@@ -196,10 +210,10 @@ pub(crate) fn excerpt(body: &[u8]) -> String {
     out
 }
 
-/// Sample values are strings so that NaN and ±Inf survive JSON. Go's `ParseFloat` spellings
-/// (`NaN`, `+Inf`, `-Inf`, `Inf`, any case) are all accepted by Rust's parser too.
+/// Sample values are strings so that NaN and ±Inf survive JSON; they are read as client_golang
+/// reads them, with Go's `strconv.ParseFloat` (`1_000` is 1000, `1e400` is an error).
 fn parse_value(text: &str) -> Option<f64> {
-    text.parse::<f64>().ok()
+    crate::condition::parse_go_float(text)
 }
 
 fn bad_value(text: &str) -> String {
@@ -287,10 +301,13 @@ enum RawResult {
     Empty,
     /// `[ts, "text"]`: a scalar or a string.
     Pair(f64, String),
-    /// Objects with `metric` and `value` (vector) or `values` (matrix).
+    /// Objects with `metric` and `value` (vector) or `values` (matrix); `null` entries are
+    /// skipped, as client_golang's decoding and Argo's provider skip them.
     Series {
         vector: Vec<Series>,
         matrix: Vec<RangeSeries>,
+        /// Positions of histogram-only vector entries (see [`QueryResponse::histogram_only`]).
+        histogram_only: Vec<usize>,
     },
     /// Skipped because `resultType` was already known to be unsupported.
     Skipped,
@@ -410,10 +427,14 @@ impl<'de> Visitor<'de> for ResultSeed<'_> {
             Some(AnyItem::Element(first)) => {
                 let mut vector = Vec::new();
                 let mut matrix = Vec::new();
+                let mut histogram_only = Vec::new();
                 let mut push = |e: Element| match e {
                     Element::Instant(s) => vector.push(s),
                     Element::Range(s) => matrix.push(s),
-                    Element::HistogramOnly => {}
+                    Element::HistogramOnly => {
+                        histogram_only.push(vector.len() + histogram_only.len())
+                    }
+                    Element::Null => {}
                 };
                 push(first);
                 while let Some(e) = seq.next_element_seed(ElementSeed {
@@ -421,7 +442,11 @@ impl<'de> Visitor<'de> for ResultSeed<'_> {
                 })? {
                     push(e);
                 }
-                Ok(RawResult::Series { vector, matrix })
+                Ok(RawResult::Series {
+                    vector,
+                    matrix,
+                    histogram_only,
+                })
             }
         }
     }
@@ -464,6 +489,10 @@ impl<'de> Visitor<'de> for AnySeed<'_> {
         Ok(AnyItem::Number(v as f64))
     }
 
+    fn visit_unit<E: de::Error>(self) -> Result<AnyItem, E> {
+        Ok(AnyItem::Element(Element::Null))
+    }
+
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<AnyItem, A::Error> {
         ElementSeed {
             builder: self.builder,
@@ -478,6 +507,8 @@ enum Element {
     Instant(Series),
     Range(RangeSeries),
     HistogramOnly,
+    /// A `null` entry.
+    Null,
 }
 
 #[derive(Deserialize)]
@@ -505,7 +536,7 @@ impl<'de> DeserializeSeed<'de> for ElementSeed<'_> {
     type Value = Element;
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Element, D::Error> {
-        d.deserialize_map(self)
+        d.deserialize_any(self)
     }
 }
 
@@ -514,6 +545,10 @@ impl<'de> Visitor<'de> for ElementSeed<'_> {
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a series object")
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Element, E> {
+        Ok(Element::Null)
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Element, A::Error> {

@@ -280,9 +280,10 @@ fn condition(m: &mut ObjectReader<'_>, key: &'static str) -> Result<Option<Condi
     }
 }
 
-/// Compiles a condition; an empty one means "not given", as in Argo.
+/// Compiles a condition; an empty one means "not given", as in Argo. Only the empty string
+/// is: Argo v1.9.1 compiles a whitespace-only condition, and expr rejects it.
 pub fn compile_condition(path: &str, source: &str) -> Result<Option<Condition>, SpecError> {
-    if source.trim().is_empty() {
+    if source.is_empty() {
         return Ok(None);
     }
     Condition::compile(source)
