@@ -11,9 +11,16 @@
 //!
 //! The test prints the counts by group; `cargo test --release --test argo_conformance --
 //! --nocapture` shows them. It also runs in debug builds (overflow checks on).
+//!
+//! The other tests show that one metric's broken condition errors only that metric, as in
+//! Argo: through the `rollgate dry-run` binary, and through `rollgate serve`'s HTTP surface.
+
+mod serve_common;
+mod support;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
+use std::process::Command;
 
 use rollgate::engine::{AddressPolicy, Engine, EvalOptions};
 use rollgate::measurement::Phase;
@@ -209,4 +216,126 @@ async fn every_case_gets_argo_v1_9_1s_phase_or_a_documented_difference() {
         differences.len(),
         differences.first().map(String::as_str).unwrap_or_default()
     );
+}
+
+/// A template with a healthy metric over the scenario data and one whose condition does not
+/// compile; `provider` is the YAML of the provider both use, `{query}` its query.
+fn template_with_a_broken_metric(name: &str, provider: &str) -> String {
+    let healthy = provider.replace("{query}", "vector(1)");
+    let broken = provider.replace("{query}", "vector(2)");
+    format!(
+        r#"apiVersion: argoproj.io/v1alpha1
+kind: AnalysisTemplate
+metadata:
+  name: {name}
+spec:
+  metrics:
+    - name: healthy
+      successCondition: result[0] >= 0
+{healthy}    - name: broken
+      successCondition: "result[0] >>= 1"
+{broken}"#
+    )
+}
+
+#[test]
+fn a_broken_condition_errors_only_its_metric_in_a_dry_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let provider = "      provider:\n        prometheus:\n          address: http://127.0.0.1:9\n          query: \"{query}\"\n";
+    let template = dir.path().join("t.yaml");
+    std::fs::write(&template, template_with_a_broken_metric("t", provider)).unwrap();
+    let answer = r#"{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1,"1"]}]}}"#;
+    let entry = |q: &str| json!({"kind": "instant", "query": q, "time": null, "status": 200, "body": answer});
+    let replay = dir.path().join("replay.json");
+    let recording = json!({"version": 1, "entries": [entry("vector(1)"), entry("vector(2)")]});
+    std::fs::write(&replay, recording.to_string()).unwrap();
+
+    let out = Command::new(env!("CARGO_BIN_EXE_rollgate"))
+        .args(["dry-run", "-o", "json", "-f"])
+        .arg(&template)
+        .arg("--replay")
+        .arg(&replay)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let doc: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    // Any Error (and no Failed) is an Error overall: exit code 3.
+    assert_eq!(out.status.code(), Some(3), "{doc}");
+    assert_eq!(doc["phase"], "Error");
+    let metrics = doc["metrics"].as_array().unwrap();
+    let row = |name: &str| metrics.iter().find(|m| m["name"] == name).unwrap();
+    assert_eq!(row("healthy")["phase"], "Successful", "{doc}");
+    assert_eq!(row("healthy")["value"], "[1]");
+    assert_eq!(row("broken")["phase"], "Error", "{doc}");
+    let message = row("broken")["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("successCondition `result[0] >>= 1` is not a valid condition: syntax error at line 1, column"),
+        "{message}"
+    );
+
+    // The table names it too.
+    let out = Command::new(env!("CARGO_BIN_EXE_rollgate"))
+        .args(["dry-run", "-f"])
+        .arg(&template)
+        .arg("--replay")
+        .arg(&replay)
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&out.stdout);
+    let line = table.lines().find(|l| l.starts_with("broken")).unwrap();
+    assert!(
+        line.contains("Error") && line.contains("`result[0] >>= 1`"),
+        "{table}"
+    );
+}
+
+#[test]
+fn a_template_with_a_broken_condition_loads_in_serve_and_that_metric_answers_error() {
+    let prom = support::prom::shared();
+    let provider = "      provider:\n        plugin:\n          rollgate/analysis:\n            query: \"{query}\"\n            noData: fail\n";
+    let dir =
+        serve_common::template_dir(&[("t.yaml", template_with_a_broken_metric("mixed", provider))]);
+    let server = serve_common::ServeProcess::start(&[
+        "--templates",
+        serve_common::path_str(dir.path()),
+        "--prometheus",
+        prom.url.as_str(),
+    ]);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let url = format!("{}/flagger/v1/check", server.url);
+    let client = serve_common::client();
+    runtime.block_on(async {
+        let check = |metadata: &'static [(&'static str, &'static str)]| {
+            serve_common::post(
+                &client,
+                &url,
+                serve_common::flagger_payload("Progressing", metadata),
+                false,
+            )
+        };
+        // The healthy metric alone is evaluated and passes.
+        let (status, text, _) = check(&[("template", "mixed"), ("metric", "healthy")]).await;
+        assert_eq!(status, 200, "{text}");
+        // The broken one answers Error (503), naming the condition and the compile error.
+        let (status, text, _) = check(&[("template", "mixed"), ("metric", "broken")]).await;
+        assert_eq!(status, 503, "{text}");
+        assert!(
+            text.contains(
+                "successCondition `result[0] >>= 1` is not a valid condition: syntax error"
+            ),
+            "{text}"
+        );
+        // Both: the Error wins over the Successful one, which is still reported.
+        let (status, text, _) = check(&[("template", "mixed")]).await;
+        assert_eq!(status, 503, "{text}");
+        assert!(text.contains("healthy Successful"), "{text}");
+    });
 }

@@ -143,6 +143,14 @@ impl Engine {
     pub async fn measure(&self, metric: &Metric, opts: &EvalOptions) -> Measurement {
         let started_at = Utc::now();
         let outcome = match &metric.provider {
+            // A condition that does not compile errors this metric only, as in Argo.
+            _ if metric.broken_condition.is_some() => Outcome::new().error(
+                metric
+                    .broken_condition
+                    .as_ref()
+                    .map(ToString::to_string)
+                    .unwrap_or_default(),
+            ),
             Provider::Rollgate(spec) => match self.resolve(&spec.prometheus) {
                 Err(message) => Outcome::new().error(message),
                 Ok(config) => {
