@@ -45,9 +45,11 @@ pub struct Condition {
     parsed: ast::Node,
     /// The tree after expr's optimizer folded constants (`x || true` is `true`): what runs.
     root: ast::Node,
-    /// The type check against the two types a Prometheus result has, done once.
+    /// The type check against the two types a Prometheus result has and the one of a JSON
+    /// object (`compare`, `fleet`), done once.
     scalar_check: Result<(), ConditionError>,
     vector_check: Result<(), ConditionError>,
+    object_check: Result<(), ConditionError>,
 }
 
 impl fmt::Debug for Condition {
@@ -60,7 +62,8 @@ impl Condition {
     /// Parses and checks `source`: syntax, names, function arity, literal regexes, size.
     ///
     /// expr's type check needs the type of `result`, which Argo only knows when it evaluates;
-    /// it is done here for Prometheus' two (`float64`, `[]float64`) and at evaluation for others.
+    /// it is done here for Prometheus' two (`float64`, `[]float64`) and JSON objects, and at
+    /// evaluation for others.
     pub fn compile(source: &str) -> Result<Condition, ConditionError> {
         let parsed = parser::parse(source)?;
         let root = fold::fold(parsed.clone());
@@ -69,6 +72,7 @@ impl Condition {
             source: source.to_owned(),
             scalar_check: check(check::Ty::Float),
             vector_check: check(check::Ty::Slice(Box::new(check::Ty::Float))),
+            object_check: check(check::Ty::Map(Box::new(check::Ty::Any))),
             parsed,
             root,
         })
@@ -81,6 +85,7 @@ impl Condition {
             Value::Array(items) if items.iter().all(|i| matches!(i, Value::Float(_))) => {
                 self.vector_check.clone()
             }
+            Value::Map(_) => self.object_check.clone(),
             other => check::check(&self.parsed, &check::Ty::of_result(other)).map(|_| ()),
         }
     }
