@@ -528,6 +528,21 @@ fn membership_and_string_operators() {
     }
     runtime_error("1 in 5", &nil);
     runtime_error("5 in nil", &nil);
+    // expr 1.15.5 drops a `not` after an operand of a tighter operator (`a * 1 in [2]`):
+    // refused, since it would invert the condition.
+    for src in [
+        "result[0] * 1 not in [2]",
+        "1 == 1 not in [true]",
+        "-1 not in [1]",
+    ] {
+        assert!(
+            compile_error(src).to_string().contains("without `not`"),
+            "{src}"
+        );
+    }
+    // At the operator's own level `not` negates any binary operator, as in expr.
+    assert!(holds("1 not == 2", &nil));
+    assert!(holds("(result[0] * 1) not in [2]", &floats(&[1.0])));
     runtime_error("1 in {a: 1}", &nil);
     runtime_error("'abc' contains 1", &nil);
     runtime_error("1 startsWith 'a'", &nil);
