@@ -204,11 +204,26 @@ fn template_errors_name_the_metric_path() {
         "successCondition: result[0] <",
     );
     let t = &Template::parse_all(&broken, "t.yaml").unwrap()[0];
+    // As in Argo, a condition that does not compile fails only its metric (issue 12): the
+    // template reads, and the metric carries the error to measure as Error.
+    let metrics = t
+        .metrics(&[("window".into(), "5m".into()), ("count".into(), "3".into())])
+        .unwrap();
+    let e = metrics[0].broken_condition.as_ref().unwrap().to_string();
+    assert!(
+        e.starts_with("successCondition `result[0] <` is not a valid condition: syntax error"),
+        "{e}"
+    );
+    assert!(metrics[1].broken_condition.is_none());
+    // Other metric errors still reject the template, naming the metric's path.
+    let bad_interval = TEMPLATE.replace("interval: 1m", "interval: soon");
+    assert_ne!(bad_interval, TEMPLATE);
+    let t = &Template::parse_all(&bad_interval, "t.yaml").unwrap()[0];
     let e = t
         .metrics(&[("window".into(), "5m".into()), ("count".into(), "3".into())])
         .unwrap_err()
         .to_string();
-    assert!(e.starts_with("spec.metrics[0].successCondition:"), "{e}");
+    assert!(e.starts_with("spec.metrics[0].interval:"), "{e}");
     assert!(Template::parse_all("kind: ConfigMap", "x.yaml").is_err());
     assert!(Template::parse_all("{{{", "x.yaml").is_err());
 }

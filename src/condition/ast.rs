@@ -26,7 +26,7 @@ pub(crate) enum Node {
     Or(Vec<Node>),
     /// `a ?? b`
     Coalesce(Box<Node>, Box<Node>),
-    /// `c ? a : b` and `if c { a } else { b }`
+    /// `c ? a : b`
     Conditional(Box<Node>, Box<Node>, Box<Node>),
     /// `a.b`, `a[i]`, `a?.b`, `a?.[i]`
     Member {
@@ -54,8 +54,6 @@ pub(crate) enum Node {
         value: Box<Node>,
         body: Box<Node>,
     },
-    /// `a; b`: evaluates each, gives the last.
-    Sequence(Vec<Node>),
 }
 
 /// Prefix operators.

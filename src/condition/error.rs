@@ -63,6 +63,10 @@ pub enum ConditionError {
     /// More syntax nodes than the evaluator allows.
     #[error("expression too large (the limit is {limit} nodes)")]
     TooLarge { limit: usize },
+    /// expr's compile-time type check failed for the type `result` has (Argo compiles each
+    /// condition against its result, so this depends on the result's type).
+    #[error("{message}")]
+    Type { message: String },
     /// A `matches` pattern that is not a valid regular expression.
     #[error("invalid regular expression `{pattern}`: {message}")]
     Regex { pattern: String, message: String },
@@ -104,6 +108,7 @@ impl ConditionError {
                 | ConditionError::ArgumentCount { .. }
                 | ConditionError::TooDeep { .. }
                 | ConditionError::TooLarge { .. }
+                | ConditionError::Type { .. }
         )
     }
 }

@@ -7,7 +7,7 @@ use super::ast::{BinaryOp, Node, UnaryOp};
 use super::error::ConditionError;
 use super::functions::{apply, float_to_int, Function};
 use super::regex::Regex;
-use super::value::{loose_eq, preview, weight, Value, NIL};
+use super::value::{go_equal, preview, weight, Value, NIL};
 
 /// Most array elements, map entries and 16-byte string chunks one evaluation may build
 /// (expr's default memory budget is the same number).
@@ -178,8 +178,8 @@ fn eval<'a>(node: &'a Node, cx: &Ctx<'a>) -> Eval<'a> {
             let b = eval(r, cx)?;
             // Comparisons give shared booleans: no value is built on the hot path.
             let truth = match op {
-                BinaryOp::Eq => loose_eq(&a, &b),
-                BinaryOp::Ne => !loose_eq(&a, &b),
+                BinaryOp::Eq => equal(&a, &b, l, r),
+                BinaryOp::Ne => !equal(&a, &b, l, r),
                 BinaryOp::Lt | BinaryOp::Gt | BinaryOp::Le | BinaryOp::Ge => compare(*op, &a, &b)?,
                 _ => return binary(*op, &a, &b, cx.budget).map(Cow::Owned),
             };
@@ -207,8 +207,51 @@ fn eval<'a>(node: &'a Node, cx: &Ctx<'a>) -> Eval<'a> {
             "a predicate can only be passed to a builtin".into(),
         )),
         Node::Let { name, value, body } => let_binding(name, value, body, cx),
-        Node::Sequence(nodes) => sequence(nodes, cx),
     }
+}
+
+/// The Go slice type an array value has at run time, from the node that made it: Argo's
+/// `result` is a `[]float64`, literals, `filter` and `map` build `[]interface {}`, `..` a
+/// `[]int`. `reflect.DeepEqual` never equates slices of different types.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SliceType {
+    Floats,
+    Anys,
+    Ints,
+    Unknown,
+}
+
+fn slice_type(node: &Node) -> SliceType {
+    match node {
+        Node::Result => SliceType::Floats,
+        Node::Slice { object, .. } | Node::Chain(object) => slice_type(object),
+        Node::Literal(Value::Array(_)) | Node::Array(_) => SliceType::Anys,
+        Node::Call(Function::Filter | Function::Map | Function::Keys | Function::Values, _) => {
+            SliceType::Anys
+        }
+        Node::Call(Function::Take, args) => args.first().map_or(SliceType::Unknown, slice_type),
+        Node::Binary(BinaryOp::Range, _, _) => SliceType::Ints,
+        _ => SliceType::Unknown,
+    }
+}
+
+/// `a == b` with the nodes that gave the values: arrays compare as Go's `reflect.DeepEqual`
+/// compares slices (same type, and the very same slice is equal to itself even holding NaN).
+fn equal(a: &Value, b: &Value, l: &Node, r: &Node) -> bool {
+    let (Value::Array(x), Value::Array(y)) = (a, b) else {
+        return go_equal(a, b);
+    };
+    let (tl, tr) = (slice_type(l), slice_type(r));
+    if tl != tr && tl != SliceType::Unknown && tr != SliceType::Unknown {
+        return false;
+    }
+    if tl == SliceType::Floats
+        && tr == SliceType::Floats
+        && std::ptr::eq(x.as_slice(), y.as_slice())
+    {
+        return true;
+    }
+    go_equal(a, b)
 }
 
 fn variable<'a>(name: &str, cx: &Ctx<'a>) -> Eval<'a> {
@@ -399,14 +442,6 @@ fn let_binding<'a>(name: &'a str, value: &'a Node, body: &'a Node, cx: &Ctx<'a>)
     Ok(Cow::Owned(out))
 }
 
-fn sequence<'a>(nodes: &'a [Node], cx: &Ctx<'a>) -> Eval<'a> {
-    let mut last = Cow::Borrowed(&NIL);
-    for n in nodes {
-        last = eval(n, cx)?;
-    }
-    Ok(last)
-}
-
 /// An index as an i64: ints as they are, floats truncated (as Go's `ToInt`).
 fn index_of(v: &Value) -> Result<i64, Flow> {
     match v {
@@ -536,8 +571,8 @@ fn binary(op: BinaryOp, a: &Value, b: &Value, budget: &Budget) -> Result<Value, 
         ))
     };
     Ok(match op {
-        BinaryOp::Eq => Value::Bool(loose_eq(a, b)),
-        BinaryOp::Ne => Value::Bool(!loose_eq(a, b)),
+        BinaryOp::Eq => Value::Bool(go_equal(a, b)),
+        BinaryOp::Ne => Value::Bool(!go_equal(a, b)),
         BinaryOp::Lt | BinaryOp::Gt | BinaryOp::Le | BinaryOp::Ge => {
             Value::Bool(compare(op, a, b)?)
         }
@@ -587,7 +622,7 @@ fn binary(op: BinaryOp, a: &Value, b: &Value, budget: &Budget) -> Result<Value, 
             _ => return Err(mismatch()),
         },
         BinaryOp::In => Value::Bool(match b {
-            Value::Array(items) => items.iter().any(|x| loose_eq(x, a)),
+            Value::Array(items) => items.iter().any(|x| go_equal(x, a)),
             Value::Map(m) => match a {
                 Value::String(k) => m.contains_key(k),
                 // Go looks a nil needle up as the key type's zero value.

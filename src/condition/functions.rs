@@ -5,6 +5,7 @@ use std::cmp::Ordering;
 
 use super::error::ConditionError;
 use super::eval::{Budget, Flow};
+use super::go_float::parse_go_float;
 use super::value::{weight, Value};
 
 /// Every callable function, resolved at compile time.
@@ -285,23 +286,45 @@ fn num_cmp(a: &Value, b: &Value) -> Option<Ordering> {
     }
 }
 
-/// Collects the numbers in `args`, descending into arrays, for max/min/mean/median.
+/// The arguments of max/min, which expr 1.15.5 takes as numbers only (not arrays).
 fn numbers<'v>(function: Function, args: &'v [Cow<'_, Value>]) -> Result<Vec<&'v Value>, Flow> {
-    fn walk<'v>(function: Function, v: &'v Value, out: &mut Vec<&'v Value>) -> Result<(), Flow> {
-        match v {
-            Value::Int(_) | Value::Float(_) => {
-                out.push(v);
-                Ok(())
-            }
-            Value::Array(items) => items.iter().try_for_each(|i| walk(function, i, out)),
+    args.iter()
+        .map(|a| match &**a {
+            v @ (Value::Int(_) | Value::Float(_)) => Ok(v),
             other => Err(bad_type(function, other)),
-        }
-    }
-    let mut out = Vec::new();
-    for a in args {
-        walk(function, a, &mut out)?;
-    }
-    Ok(out)
+        })
+        .collect()
+}
+
+/// The elements of the one array mean/median take, as floats (expr 1.15.5: ints and floats).
+fn elements(function: Function, args: &[Cow<'_, Value>]) -> Result<Vec<f64>, Flow> {
+    let verb = if function == Function::Mean {
+        "mean"
+    } else {
+        "median"
+    };
+    let [list] = args else {
+        return Err(invalid(
+            function,
+            format!(
+                "invalid number of arguments (expected 1, got {})",
+                args.len()
+            ),
+        ));
+    };
+    let Value::Array(items) = &**list else {
+        return Err(invalid(
+            function,
+            format!("cannot {verb} {}", list.type_name()),
+        ));
+    };
+    items
+        .iter()
+        .map(|v| {
+            v.as_f64()
+                .ok_or_else(|| invalid(function, format!("cannot {verb} {}", v.type_name())))
+        })
+        .collect()
 }
 
 /// Splits like Go's strings.SplitN (`n < 0`: all parts).
@@ -347,7 +370,8 @@ pub(crate) fn apply<'a>(
         F::Len => match a0 {
             Value::Array(a) => owned(Value::Int(a.len() as i64)),
             Value::Map(m) => owned(Value::Int(m.len() as i64)),
-            Value::String(s) => owned(Value::Int(s.chars().count() as i64)),
+            // Go's len counts bytes: len("héllo") is 6.
+            Value::String(s) => owned(Value::Int(s.len() as i64)),
             other => Err(Flow::from(ConditionError::InvalidOperation(format!(
                 "invalid argument for len (type {})",
                 other.type_name()
@@ -383,9 +407,9 @@ pub(crate) fn apply<'a>(
         F::Float | F::AsFloat => match a0 {
             Value::Int(i) => owned(Value::Float(*i as f64)),
             Value::Float(x) => owned(Value::Float(*x)),
-            Value::String(s) => match s.parse::<f64>() {
-                Ok(x) => owned(Value::Float(x)),
-                Err(_) => Err(invalid(f, format!("cannot parse {s:?} as a float"))),
+            Value::String(s) => match parse_go_float(s) {
+                Some(x) => owned(Value::Float(x)),
+                None => Err(invalid(f, format!("cannot parse {s:?} as a float"))),
             },
             other => Err(bad_type(f, other)),
         },
@@ -420,27 +444,30 @@ pub(crate) fn apply<'a>(
             owned(best.cloned().unwrap_or(Value::Nil))
         }
         F::Mean => {
-            let nums = numbers(f, args)?;
+            let nums = elements(f, args)?;
             if nums.is_empty() {
                 return owned(Value::Float(0.0));
             }
-            let total: f64 = nums.iter().filter_map(|v| v.as_f64()).sum();
+            let total: f64 = nums.iter().sum();
             owned(Value::Float(total / nums.len() as f64))
         }
         F::Median => {
-            let mut nums: Vec<f64> = numbers(f, args)?
-                .iter()
-                .filter_map(|v| v.as_f64())
-                .collect();
-            nums.sort_by(f64::total_cmp);
+            let mut nums = elements(f, args)?;
+            // Go's sort.Float64s puts NaN first.
+            nums.sort_by(|a, b| match (a.is_nan(), b.is_nan()) {
+                (true, true) => Ordering::Equal,
+                (true, false) => Ordering::Less,
+                (false, true) => Ordering::Greater,
+                _ => a.partial_cmp(b).unwrap_or(Ordering::Equal),
+            });
             let n = nums.len();
-            let m = match (
-                nums.get(n / 2),
-                n.checked_sub(1).and_then(|_| nums.get(n / 2 - 1)),
-            ) {
-                (Some(hi), _) if n % 2 == 1 => *hi,
-                (Some(hi), Some(lo)) => (lo + hi) / 2.0,
-                _ => 0.0,
+            let m = if n == 0 {
+                0.0
+            } else if n % 2 == 1 {
+                nums[n / 2]
+            } else {
+                // n >= 2 here, so n / 2 - 1 cannot underflow.
+                (nums[n / 2 - 1] + nums[n / 2]) / 2.0
             };
             owned(Value::Float(m))
         }
@@ -644,7 +671,9 @@ pub(crate) fn apply<'a>(
             } else {
                 x.is_infinite()
             })),
-            // Argo receives JSON numbers as float64; ours may be ints, which are never NaN/Inf.
+            // Argo's isNaN takes a float64. An int-typed expression is refused by the type
+            // check (Go's call would fail); an int here comes from JSON data, which Argo
+            // decodes as float64, and is never NaN or infinite.
             Value::Int(_) => owned(Value::Bool(false)),
             other => Err(invalid(
                 f,
@@ -730,13 +759,33 @@ mod tests {
         )
         .unwrap();
         assert_eq!(v, Value::Float(2.5));
-        let v = call(Function::Min, vec![Value::from(vec![3i64, 1, 2])]).unwrap();
+        let v = call(Function::Min, vec![Value::Int(3), Value::Int(1)]).unwrap();
         assert_eq!(v, Value::Int(1));
-        assert_eq!(
-            call(Function::Max, vec![Value::Array(vec![])]).unwrap(),
-            Value::Nil
-        );
+        // expr 1.15.5's max/min take numbers, not arrays.
+        assert!(call(Function::Max, vec![Value::from(vec![3i64, 1])]).is_err());
         assert!(call(Function::Max, vec![Value::from("a")]).is_err());
+    }
+
+    #[test]
+    fn median_of_one_element_does_not_underflow() {
+        // n / 2 - 1 used to be computed for n == 1 (a panic with overflow checks on).
+        for one in [vec![4i64], vec![-1]] {
+            let want = Value::Float(one[0] as f64);
+            assert_eq!(
+                call(Function::Median, vec![Value::from(one)]).unwrap(),
+                want
+            );
+        }
+        assert_eq!(
+            call(
+                Function::Median,
+                vec![Value::from(vec![f64::NAN, 1.0, 2.0])]
+            )
+            .unwrap(),
+            Value::Float(1.0),
+            "NaN sorts first, as Go's sort.Float64s"
+        );
+        assert!(call(Function::Median, vec![Value::Float(1.0)]).is_err());
     }
 
     #[test]

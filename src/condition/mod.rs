@@ -18,9 +18,12 @@
 //! ```
 
 mod ast;
+mod check;
 mod error;
 mod eval;
+mod fold;
 mod functions;
+mod go_float;
 mod lexer;
 mod parser;
 mod regex;
@@ -29,6 +32,7 @@ mod value;
 use std::fmt;
 
 pub use error::{ConditionError, Position};
+pub use go_float::parse_go_float;
 pub use value::Value;
 
 use crate::measurement::Phase;
@@ -37,7 +41,15 @@ use crate::measurement::Phase;
 #[derive(Clone)]
 pub struct Condition {
     source: String,
+    /// The tree as parsed: what expr's type check sees.
+    parsed: ast::Node,
+    /// The tree after expr's optimizer folded constants (`x || true` is `true`): what runs.
     root: ast::Node,
+    /// The type check against the two types a Prometheus result has and the one of a JSON
+    /// object (`compare`, `fleet`), done once.
+    scalar_check: Result<(), ConditionError>,
+    vector_check: Result<(), ConditionError>,
+    object_check: Result<(), ConditionError>,
 }
 
 impl fmt::Debug for Condition {
@@ -48,22 +60,46 @@ impl fmt::Debug for Condition {
 
 impl Condition {
     /// Parses and checks `source`: syntax, names, function arity, literal regexes, size.
+    ///
+    /// expr's type check needs the type of `result`, which Argo only knows when it evaluates;
+    /// it is done here for Prometheus' two (`float64`, `[]float64`) and JSON objects, and at
+    /// evaluation for others.
     pub fn compile(source: &str) -> Result<Condition, ConditionError> {
-        let root = parser::parse(source)?;
+        let parsed = parser::parse(source)?;
+        let root = fold::fold(parsed.clone());
+        let check = |t: check::Ty| check::check(&parsed, &t).map(|_| ());
         Ok(Condition {
             source: source.to_owned(),
+            scalar_check: check(check::Ty::Float),
+            vector_check: check(check::Ty::Slice(Box::new(check::Ty::Float))),
+            object_check: check(check::Ty::Map(Box::new(check::Ty::Any))),
+            parsed,
             root,
         })
     }
 
+    /// expr's compile-time type check for this `result`.
+    fn type_check(&self, result: &Value) -> Result<(), ConditionError> {
+        match result {
+            Value::Float(_) => self.scalar_check.clone(),
+            Value::Array(items) if items.iter().all(|i| matches!(i, Value::Float(_))) => {
+                self.vector_check.clone()
+            }
+            Value::Map(_) => self.object_check.clone(),
+            other => check::check(&self.parsed, &check::Ty::of_result(other)).map(|_| ()),
+        }
+    }
+
     /// Evaluates against `result`; anything but a boolean outcome is an error.
     pub fn evaluate(&self, result: &Value) -> Result<bool, ConditionError> {
+        self.type_check(result)?;
         eval::evaluate_bool(&self.root, result)
     }
 
     /// Evaluates against `result` and returns whatever value the expression gives
     /// (for dry runs that show intermediate values).
     pub fn evaluate_value(&self, result: &Value) -> Result<Value, ConditionError> {
+        self.type_check(result)?;
         eval::evaluate_value(&self.root, result)
     }
 

@@ -116,15 +116,10 @@ fn unary_info(op: &str) -> Option<(u8, UnaryOp)> {
     })
 }
 
-fn is_comparison(op: &str) -> bool {
-    matches!(op, "<" | ">" | "<=" | ">=")
-}
-
+/// Operators a `not` may precede: expr v1.15.5 negates any binary operator written after
+/// `not` (`a not in b`, and also `a not == b`), except the pipe, where it drops the `not`.
 fn negatable(op: &str) -> bool {
-    matches!(
-        op,
-        "in" | "matches" | "contains" | "startsWith" | "endsWith"
-    )
+    op != "|" && binary_info(op).is_some()
 }
 
 fn is_identifier_word(s: &str) -> bool {
@@ -204,6 +199,19 @@ impl Parser<'_> {
         }
     }
 
+    /// expr v1.15.5 consumes a `not` that follows an operand of a tighter operator
+    /// (`a * 1 not in [2]`) and then drops it: Argo evaluates `a * 1 in [2]`. rollgate refuses
+    /// instead of silently inverting the condition.
+    #[cold]
+    #[inline(never)]
+    fn dropped_not(&self, offset: usize, symbol: &str) -> PError {
+        self.syntax_with(offset, || {
+            format!(
+                "`not {symbol}` here would be read by Argo v1.9.1 (expr 1.15.5) as `{symbol}`, without `not`; put the left side in parentheses"
+            )
+        })
+    }
+
     #[cold]
     #[inline(never)]
     fn too_deep(&self, offset: usize) -> PError {
@@ -230,28 +238,17 @@ impl Parser<'_> {
         self.make(node, &[], offset)
     }
 
+    /// A whole expression (the source, a parenthesized one, a predicate body). expr 1.15.5
+    /// (Argo v1.9.1) has no `a; b` sequences: `;` only ends the value of a `let`.
     fn sequence(&mut self) -> Parsed {
-        let offset = self.current().offset;
-        let mut items = vec![self.expression(0)?];
-        while self.current().is_op(";") {
-            self.advance();
-            if self.current().kind == Kind::Eof {
-                break;
-            }
-            items.push(self.expression(0)?);
+        let expr = self.expression(0)?;
+        if self.current().is_op(";") {
+            return Err(self.syntax(
+                self.current().offset,
+                "`;` is only allowed after `let name = value` in Argo v1.9.1's expr (1.15.5)",
+            ));
         }
-        if items.len() == 1 {
-            return Ok(items.pop().unwrap_or(Expr {
-                node: Node::Literal(Value::Nil),
-                height: 1,
-            }));
-        }
-        let heights: Vec<usize> = items.iter().map(|e| e.height).collect();
-        self.make(
-            Node::Sequence(items.into_iter().map(|e| e.node).collect()),
-            &heights,
-            offset,
-        )
+        Ok(expr)
     }
 
     fn expression(&mut self, precedence: u8) -> Parsed {
@@ -270,14 +267,16 @@ impl Parser<'_> {
             return self.let_binding();
         }
         if precedence == 0 && self.current().is_op("if") {
-            return self.if_else();
+            return Err(self.syntax(
+                start,
+                "`if { } else { }` is not in Argo v1.9.1's expr (1.15.5); use `condition ? a : b`",
+            ));
         }
         let mut left = self.primary()?;
         let mut previous: Option<&'static str> = None;
         while let Some(op) = self.binary_operator(precedence, previous)? {
             left = match op.symbol {
                 "|" => self.pipe(left)?,
-                s if is_comparison(s) => self.comparison(left, op)?,
                 _ => {
                     let right = self.expression(op.precedence + u8::from(!op.right_assoc))?;
                     let node = self.binary(op.symbol, left, right, op.offset)?;
@@ -328,6 +327,9 @@ impl Parser<'_> {
             return Ok(None);
         };
         if op_precedence < precedence {
+            if negate {
+                return Err(self.dropped_not(offset, symbol));
+            }
             return Ok(None);
         }
         if negate {
@@ -357,34 +359,6 @@ impl Parser<'_> {
         self.advance();
         let called = self.call(&name, vec![left])?;
         self.postfix(called)
-    }
-
-    /// `a < b < c` means `a < b && b < c`, as in expr.
-    fn comparison(&mut self, mut left: Expr, first: BinaryToken) -> Parsed {
-        let (mut symbol, mut offset) = (first.symbol, first.offset);
-        let mut root: Option<Expr> = None;
-        loop {
-            let right = self.expression(first.precedence + 1)?;
-            let next_left = Expr {
-                node: right.node.clone(),
-                height: right.height,
-            };
-            let cmp = self.binary(symbol, left, right, offset)?;
-            root = Some(match root {
-                None => cmp,
-                Some(r) => self.binary("&&", r, cmp, offset)?,
-            });
-            let tok = self.current();
-            let next = match binary_info(&tok.value) {
-                Some((s, _, _)) if tok.kind == Kind::Operator && is_comparison(s) => s,
-                _ => break,
-            };
-            offset = tok.offset;
-            symbol = next;
-            self.advance();
-            left = next_left;
-        }
-        root.ok_or_else(|| self.syntax(offset, "empty comparison"))
     }
 
     fn binary(&mut self, op: &str, left: Expr, right: Expr, offset: usize) -> Parsed {
@@ -515,37 +489,6 @@ impl Parser<'_> {
         )
     }
 
-    fn if_else(&mut self) -> Parsed {
-        let offset = self.current().offset;
-        self.advance();
-        let cond = self.expression(0)?;
-        self.expect(Kind::Bracket, "{")?;
-        let yes = self.sequence()?;
-        self.expect(Kind::Bracket, "}")?;
-        self.expect(Kind::Operator, "else")?;
-        let no = if self.current().is_op("if") {
-            self.depth += 1;
-            let nested = if self.depth > MAX_DEPTH {
-                Err(self.too_deep(offset))
-            } else {
-                self.if_else()
-            };
-            self.depth -= 1;
-            nested?
-        } else {
-            self.expect(Kind::Bracket, "{")?;
-            let no = self.sequence()?;
-            self.expect(Kind::Bracket, "}")?;
-            no
-        };
-        let heights = [cond.height, yes.height, no.height];
-        self.make(
-            Node::Conditional(Box::new(cond.node), Box::new(yes.node), Box::new(no.node)),
-            &heights,
-            offset,
-        )
-    }
-
     /// Prefix operators, parentheses and predicate pointers; everything else is `secondary`.
     /// Each case is its own function to keep this recursive frame small.
     fn primary(&mut self) -> Parsed {
@@ -670,12 +613,17 @@ impl Parser<'_> {
     fn number(&self, tok: &Token) -> Result<Value, PError> {
         let text = tok.value.replace('_', "");
         let lower = text.to_ascii_lowercase();
-        let radix = if lower.starts_with("0x") {
+        // expr 1.15.5 reads `0x` literals in base 16 and everything else in base 10, so `0o17`
+        // and `0b101` are not numbers there.
+        let radix = if text.starts_with("0x") {
             Some(16)
-        } else if lower.starts_with("0o") {
-            Some(8)
-        } else if lower.starts_with("0b") {
-            Some(2)
+        } else if lower.starts_with("0x") || lower.starts_with("0o") || lower.starts_with("0b") {
+            return Err(self.syntax_with(tok.offset, || {
+                format!(
+                    "invalid integer literal {} (Argo v1.9.1 reads only 0x prefixes)",
+                    tok.value
+                )
+            }));
         } else {
             None
         };

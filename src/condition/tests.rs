@@ -25,10 +25,8 @@ fn value_of(src: &str) -> Value {
 fn runtime_error(src: &str, result: &Value) -> ConditionError {
     match compile(src).evaluate_value(result) {
         Ok(v) => panic!("`{src}` should fail, gave {v:?}"),
-        Err(e) => {
-            assert!(!e.is_compile_error(), "`{src}`: {e}");
-            e
-        }
+        // Type errors are compile errors that need the result's type: they show here too.
+        Err(e) => e,
     }
 }
 
@@ -129,11 +127,11 @@ fn argo_index_into_empty_result_says_no_data() {
         err.to_string(),
         "successCondition `result[0] >= 0.95` could not be evaluated: index 0 out of range (length 0); the query returned no data"
     );
-    let err = phase(&Value::Nil, None, Some("result.x > 1")).unwrap_err();
+    let err = phase(&floats(&[]), None, Some("result[1] > 1")).unwrap_err();
     assert_eq!(err.which, Which::Failure);
     assert!(err
         .to_string()
-        .starts_with("failureCondition `result.x > 1` could not be evaluated: "));
+        .starts_with("failureCondition `result[1] > 1` could not be evaluated: "));
     assert!(err.to_string().ends_with("; the query returned no data"));
 }
 
@@ -187,7 +185,9 @@ fn errors_stop_evaluation_and_name_the_condition() {
     let err = phase(&r, Some("true"), Some("len(result) > 0")).unwrap_err();
     assert_eq!(err.which, Which::Failure);
     assert_eq!(err.source, "len(result) > 0");
-    assert!(matches!(err.error, ConditionError::InvalidOperation(_)));
+    // expr's type check: len() of a float64 does not compile in Argo.
+    assert!(matches!(err.error, ConditionError::Type { .. }));
+    assert!(err.to_string().contains("is not a valid condition"));
 }
 
 #[test]
@@ -267,6 +267,8 @@ fn argo_functions() {
     assert!(!holds("isInf(result)", &Value::Float(1e308)));
     assert!(holds("isNaN(result)", &Value::Float(f64::NAN)));
     assert!(!holds("isNaN(result)", &Value::Int(3)));
+    assert!(!holds("isNaN(1)", &Value::Nil));
+    runtime_error("isNaN(len(result))", &floats(&[]));
     assert!(holds("isNaN(0.0 / 0)", &Value::Nil));
 }
 
@@ -304,8 +306,9 @@ fn argo_function_errors() {
 fn literals() {
     assert_eq!(value_of("1_000"), Value::Int(1000));
     assert_eq!(value_of("0x2A"), Value::Int(42));
-    assert_eq!(value_of("0o52"), Value::Int(42));
-    assert_eq!(value_of("0b101010"), Value::Int(42));
+    // Argo v1.9.1's expr reads only 0x prefixes.
+    compile_error("0o52");
+    compile_error("0b101010");
     assert_eq!(value_of("1e3"), Value::Float(1000.0));
     assert_eq!(value_of("1.5"), Value::Float(1.5));
     assert_eq!(value_of(".5"), Value::Float(0.5));
@@ -369,10 +372,10 @@ fn arithmetic_errors() {
     assert_eq!(runtime_error("1 % 0", &nil), ConditionError::DivisionByZero);
     assert!(runtime_error("1.5 % 2", &nil)
         .to_string()
-        .contains("float % int"));
+        .contains("mismatched types float64 and int"));
     assert!(runtime_error("'a' + 1", &nil)
         .to_string()
-        .contains("string + int"));
+        .contains("mismatched types string and int"));
     runtime_error("[1] + [2]", &nil);
     runtime_error("nil + 1", &nil);
     runtime_error("-'a'", &nil);
@@ -391,17 +394,17 @@ fn comparisons_mix_ints_and_floats() {
         "1 == 1.0",
         "'a' < 'b'",
         "'b' >= 'a'",
-        "1 < 2 < 3",
         "nil == nil",
-        "[1, 2] == [1.0, 2.0]",
-        "{a: 1} == {a: 1.0}",
+        "[1, 2] == [1, 2]",
+        "{a: 1} == {a: 1}",
         "[1, [2]] != [1, [3]]",
     ] {
         assert!(holds(src, &nil), "{src}");
     }
     for src in [
-        "3 > 2 > 2",
-        "'1' == 1",
+        // reflect.DeepEqual: an int and a float64 inside arrays or maps differ.
+        "[1, 2] == [1.0, 2.0]",
+        "{a: 1} == {a: 1.0}",
         "nil == false",
         "[1] == [1, 2]",
         "{a: 1} == {b: 1}",
@@ -412,7 +415,11 @@ fn comparisons_mix_ints_and_floats() {
     assert!(holds("result == 10", &Value::Float(10.0)));
     assert!(runtime_error("'a' < 1", &nil)
         .to_string()
-        .contains("string < int"));
+        .contains("mismatched types string and int"));
+    // Comparisons do not chain in expr 1.15.5: `(1 < 2) < 3` compares a bool.
+    runtime_error("1 < 2 < 3", &nil);
+    // A string and an int are not comparable for expr's checker.
+    runtime_error("'1' == 1", &nil);
     runtime_error("nil < 1", &nil);
     runtime_error("[1] < [2]", &nil);
     runtime_error("true > false", &nil);
@@ -453,8 +460,13 @@ fn infinity_is_data() {
 #[test]
 fn logic_short_circuits_and_requires_booleans() {
     let nil = Value::Nil;
-    assert!(holds("true || result[5]", &nil));
-    assert!(!holds("false && result[5]", &nil));
+    let one = floats(&[1.0]);
+    assert!(holds("true || result[5] > 0", &one));
+    assert!(!holds("false && result[5] > 0", &one));
+    // expr's optimizer folds these without evaluating the left side.
+    assert!(holds("result[5] > 0 || true", &one));
+    assert!(!holds("result[5] > 0 && false", &one));
+    runtime_error("result[5] > 0 || false", &one);
     assert!(holds("not false and !false", &nil));
     assert!(holds("true or false", &nil));
     assert!(!holds("true and false", &nil));
@@ -463,8 +475,8 @@ fn logic_short_circuits_and_requires_booleans() {
     assert!(compile("not true == false").evaluate(&nil).unwrap());
     runtime_error("1 && true", &nil);
     runtime_error("false || 1", &nil);
-    // Like expr at run time, a decided `||`/`&&` does not look at its right side.
-    assert!(holds("true || 1", &nil));
+    // The type check refuses a non-boolean operand even where it would not be evaluated.
+    runtime_error("true || 1", &nil);
     runtime_error("!1", &nil);
     runtime_error("1 ? true : false", &nil);
     let long = vec!["result > 0"; 1000].join(" && ");
@@ -480,10 +492,9 @@ fn ternary_coalesce_and_if() {
     assert_eq!(value_of("nil ?? 5"), Value::Int(5));
     assert_eq!(value_of("1 ?? 5"), Value::Int(1));
     assert_eq!(value_of("nil ?? nil ?? 3"), Value::Int(3));
-    assert_eq!(
-        value_of("if 1 > 2 { 'a' } else if 2 > 1 { 'b' } else { 'c' }"),
-        Value::from("b")
-    );
+    assert!(compile_error("if 1 > 2 { 'a' } else { 'c' }")
+        .to_string()
+        .contains("not in Argo v1.9.1"));
     assert!(compile_error("nil ?? 1 + 2")
         .to_string()
         .contains("cannot be mixed"));
@@ -503,7 +514,6 @@ fn membership_and_string_operators() {
         "2 not in [1, 3]",
         "'a' in {a: 1}",
         "'b' not in {a: 1}",
-        "!(5 in nil)",
         "3 in 1..5",
         "'abc' contains 'b'",
         "'abc' not contains 'z'",
@@ -517,6 +527,22 @@ fn membership_and_string_operators() {
         assert!(holds(src, &nil), "{src}");
     }
     runtime_error("1 in 5", &nil);
+    runtime_error("5 in nil", &nil);
+    // expr 1.15.5 drops a `not` after an operand of a tighter operator (`a * 1 in [2]`):
+    // refused, since it would invert the condition.
+    for src in [
+        "result[0] * 1 not in [2]",
+        "1 == 1 not in [true]",
+        "-1 not in [1]",
+    ] {
+        assert!(
+            compile_error(src).to_string().contains("without `not`"),
+            "{src}"
+        );
+    }
+    // At the operator's own level `not` negates any binary operator, as in expr.
+    assert!(holds("1 not == 2", &nil));
+    assert!(holds("(result[0] * 1) not in [2]", &floats(&[1.0])));
     runtime_error("1 in {a: 1}", &nil);
     runtime_error("'abc' contains 1", &nil);
     runtime_error("1 startsWith 'a'", &nil);
@@ -564,7 +590,6 @@ fn member_access_indexing_and_slices() {
         "result.list[-10:2] == [1, 2]",
         "result.list[3:1] == []",
         "'hello'[1:3] == 'el'",
-        "'hello'[0] == 104",
         "{a: [1, {b: 2}]}.a[1].b == 2",
         "result.list | len() == 5",
     ] {
@@ -590,10 +615,12 @@ fn member_access_indexing_and_slices() {
     runtime_error("result.list['a']", &r);
     runtime_error("result.list[nil]", &r);
     runtime_error("(1)[0]", &r);
+    // expr 1.15.5's checker has no indexing of strings.
+    runtime_error("'hello'[0] == 104", &r);
     runtime_error("result.list[0:'a']", &r);
     assert!(runtime_error("result.x", &Value::Float(1.0))
         .to_string()
-        .contains("cannot fetch x from float"));
+        .contains("type float64[string] is undefined"));
     assert!(compile_error("result.x()")
         .to_string()
         .contains("not supported"));
@@ -611,7 +638,8 @@ fn predicates_as_closures_and_bare() {
         "!one(result, # > 0.15)",
         "count(result, # > 0.15) == 2",
         "len(filter(result, # > 0.15)) == 2",
-        "map(result, # * 10) == [1, 2, 9]",
+        "map(result, # * 10) == [1.0, 2.0, 9.0]",
+        "map(result, # * 10) != [1, 2, 9]",
         "find(result, # > 0.15) == 0.2",
         "findIndex(result, # > 0.15) == 1",
         "findLast(result, # > 0.15) == 0.9",
@@ -623,11 +651,9 @@ fn predicates_as_closures_and_bare() {
         "all(result, {let x = #; x < 1})",
         "result | all(# < 1)",
         "result | filter(# > 0.15) | len() == 2",
-        "count([true, false, true]) == 2",
         "sum(result) > 1.19 && sum(result) < 1.21",
         "sum([1, 2, 3]) == 6",
         "sum(map(result, 1)) == 3",
-        "sum(result, # * 10) == 12",
         "filter(1..6, # % 2 == 0) == [2, 4, 6]",
         "all(map([[1, 2], [3]], len(#)), # > 0)",
         "any([[1, 2], [3]], any(#, # == 3))",
@@ -642,7 +668,6 @@ fn predicates_as_closures_and_bare() {
         "all(result, {.x > 0})",
         "any(result, .x > 2)",
         "map(result, .name) == ['a', 'b']",
-        "sum(result, .x) == 3.5",
         "filter(result, .name startsWith 'b')[0].x == 2.5",
         "all(result, #.x == .x)",
     ] {
@@ -653,6 +678,8 @@ fn predicates_as_closures_and_bare() {
     runtime_error("all(nil, # > 0)", &r);
     runtime_error("all(result, #)", &r);
     runtime_error("count([1, 2])", &r);
+    runtime_error("count([true, false])", &r);
+    runtime_error("sum(result, # * 10) == 12", &r);
     runtime_error("sum(['a'])", &r);
     assert!(matches!(
         compile_error("all(result)"),
@@ -681,7 +708,8 @@ fn builtins() {
     let cases: Vec<(&str, Value)> = vec![
         ("len([1, 2, 3])", Value::Int(3)),
         ("len({a: 1, b: 2})", Value::Int(2)),
-        ("len('héllo')", Value::Int(5)),
+        // Go's len counts bytes.
+        ("len('héllo')", Value::Int(6)),
         ("abs(-3)", Value::Int(3)),
         ("abs(-1.5)", Value::Float(1.5)),
         ("ceil(1.2)", Value::Float(2.0)),
@@ -700,16 +728,14 @@ fn builtins() {
         ("string([1, 'a'])", Value::from("[1 a]")),
         ("string(nil)", Value::from("<nil>")),
         ("max(1, 3, 2)", Value::Int(3)),
-        ("max([1, 2.5], 2)", Value::Float(2.5)),
-        ("min([4, 2.5])", Value::Float(2.5)),
-        ("max([])", Value::Nil),
+        ("max(1, 2.5, 2)", Value::Float(2.5)),
+        ("min(4, 2.5)", Value::Float(2.5)),
         ("mean([1, 2, 3])", Value::Float(2.0)),
-        ("mean(1, 2)", Value::Float(1.5)),
         ("median([1, 2, 3, 4])", Value::Float(2.5)),
+        ("median([4])", Value::Float(4.0)),
         ("first([1, 2])", Value::Int(1)),
         ("last([1, 2])", Value::Int(2)),
         ("first([])", Value::Nil),
-        ("first(nil)", Value::Nil),
         ("get([1, 2], 5)", Value::Nil),
         ("get([1, 2], -1)", Value::Int(2)),
         ("get({a: 1}, 'a')", Value::Int(1)),
@@ -717,8 +743,6 @@ fn builtins() {
         ("take([1, 2, 3], 9)", Value::from(vec![1i64, 2, 3])),
         ("keys({b: 1, a: 2})", Value::from(vec!["a", "b"])),
         ("values({b: 1, a: 2})", Value::from(vec![2i64, 1])),
-        ("reverse([1, 2])", Value::from(vec![2i64, 1])),
-        ("concat([1], [2, 3])", Value::from(vec![1i64, 2, 3])),
         ("sort([3, 1, 2])", Value::from(vec![1i64, 2, 3])),
         ("sort(['b', 'a'], 'desc')", Value::from(vec!["b", "a"])),
         ("join(['a', 'b'], '-')", Value::from("a-b")),
@@ -745,7 +769,6 @@ fn builtins() {
         ("type(true)", Value::from("bool")),
         ("let x = 2; x * 3", Value::Int(6)),
         ("let x = 2; let y = x + 1; x * y", Value::Int(6)),
-        ("1; 2", Value::Int(2)),
         ("1..3", Value::from(vec![1i64, 2, 3])),
         ("3..1", Value::Array(vec![])),
     ];
@@ -776,6 +799,11 @@ fn builtin_errors() {
         "join([1])",
         "split('a', 1)",
         "sort([1, 'a'])",
+        "max([1, 2])",
+        "mean(1, 2)",
+        "mean(1)",
+        "reverse([1])",
+        "concat([1], [2])",
     ] {
         runtime_error(src, &nil);
     }
@@ -861,7 +889,14 @@ fn deepest_accepted() -> Vec<String> {
         format!("{}true", "!!".repeat(n)),
         format!("{}1 > 0", "- -".repeat(n)),
         format!("{}true{}", "(true && ".repeat(n), ")".repeat(n)),
-        format!("{}true{}", "(let x = 1; ".repeat(n / 2), ")".repeat(n / 2)),
+        // expr refuses to redeclare a variable, so each level binds its own name.
+        format!(
+            "{}true{}",
+            (0..n / 2)
+                .map(|i| format!("(let x{i} = 1; "))
+                .collect::<String>(),
+            ")".repeat(n / 2)
+        ),
         format!("{}true{}", "[".repeat(n), "][0]".repeat(n)),
     ]
 }
@@ -894,7 +929,11 @@ fn deepest_accepted_conditions_evaluate_within_a_small_stack() {
     let compiled: Vec<Condition> = deepest_accepted().iter().map(|s| compile(s)).collect();
     with_small_stack(move || {
         for c in &compiled {
-            assert!(c.evaluate(&Value::Nil).unwrap(), "{}", c.source());
+            assert!(
+                c.evaluate(&Value::Map(BTreeMap::new())).unwrap(),
+                "{}",
+                c.source()
+            );
         }
     });
 }
@@ -922,10 +961,6 @@ fn budgets_stop_runaway_evaluations() {
     let big = Value::from(vec![0.5; 100_000]);
     assert!(matches!(
         runtime_error("len(map(0..99, result)) > 0", &big),
-        ConditionError::BudgetExceeded { .. }
-    ));
-    assert!(matches!(
-        runtime_error("len(concat(result, result, result, result, result, result, result, result, result, result, result)) > 0", &big),
         ConditionError::BudgetExceeded { .. }
     ));
     assert!(matches!(
@@ -1254,7 +1289,8 @@ fn random_expressions_never_panic() {
         let _ = evaluate_result(&results[4], Some(&c), None);
     }
     assert!(compiled > total / 4, "only {compiled} of {total} compiled");
-    assert!(booleans > 1000, "only {booleans} boolean outcomes");
+    // Many generated expressions fail expr's type check for some of the results.
+    assert!(booleans > 500, "only {booleans} boolean outcomes");
     assert!(errors > 1000, "only {errors} errors");
 }
 

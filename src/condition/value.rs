@@ -239,24 +239,35 @@ pub(crate) fn go_float(x: f64) -> String {
     out
 }
 
-/// expr's `==`: numbers compare by value across int and float (NaN equals nothing), arrays
-/// and maps element-wise, other kinds only with the same kind. Never an error.
-pub(crate) fn loose_eq(a: &Value, b: &Value) -> bool {
+/// expr v1.15.5's `==` (`runtime.Equal`): numbers compare by value across int and float (NaN
+/// equals nothing), strings and booleans by value, and everything else with Go's
+/// `reflect.DeepEqual`, which is strict about element types (`[1] == [1.0]` is false).
+pub(crate) fn go_equal(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Int(x), Value::Int(y)) => x == y,
         (Value::Float(x), Value::Float(y)) => x == y,
         (Value::Int(x), Value::Float(y)) | (Value::Float(y), Value::Int(x)) => *x as f64 == *y,
+        _ => deep_equal(a, b),
+    }
+}
+
+/// Go's `reflect.DeepEqual` on two values of the same Go element type `interface {}`:
+/// the same kind and deeply equal contents; floats with `==`, so NaN is unequal to itself.
+pub(crate) fn deep_equal(a: &Value, b: &Value) -> bool {
+    match (a, b) {
         (Value::Nil, Value::Nil) => true,
         (Value::Bool(x), Value::Bool(y)) => x == y,
+        (Value::Int(x), Value::Int(y)) => x == y,
+        (Value::Float(x), Value::Float(y)) => x == y,
         (Value::String(x), Value::String(y)) => x == y,
         (Value::Array(x), Value::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| loose_eq(p, q))
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| deep_equal(p, q))
         }
         (Value::Map(x), Value::Map(y)) => {
             x.len() == y.len()
                 && x.iter()
                     .zip(y)
-                    .all(|((kx, vx), (ky, vy))| kx == ky && loose_eq(vx, vy))
+                    .all(|((kx, vx), (ky, vy))| kx == ky && deep_equal(vx, vy))
         }
         _ => false,
     }
@@ -321,20 +332,25 @@ mod tests {
     }
 
     #[test]
-    fn loose_equality_crosses_numeric_types_but_not_kinds() {
-        assert!(loose_eq(&Value::Int(10), &Value::Float(10.0)));
-        assert!(!loose_eq(&Value::Float(f64::NAN), &Value::Float(f64::NAN)));
-        assert!(!loose_eq(&Value::from("1"), &Value::Int(1)));
-        assert!(loose_eq(
+    fn equality_crosses_numeric_types_only_at_the_top() {
+        assert!(go_equal(&Value::Int(10), &Value::Float(10.0)));
+        assert!(!go_equal(&Value::Float(f64::NAN), &Value::Float(f64::NAN)));
+        assert!(!go_equal(&Value::from("1"), &Value::Int(1)));
+        // reflect.DeepEqual: interface elements of different types differ.
+        assert!(!go_equal(
             &Value::from(vec![1i64, 2]),
             &Value::from(vec![1.0, 2.0])
         ));
-        assert!(!loose_eq(
+        assert!(go_equal(
+            &Value::from(vec![1i64, 2]),
+            &Value::from(vec![1i64, 2])
+        ));
+        assert!(!go_equal(
             &Value::from(vec![1i64]),
             &Value::from(vec![1i64, 2])
         ));
-        assert!(loose_eq(&Value::Nil, &Value::Nil));
-        assert!(!loose_eq(&Value::Nil, &Value::Bool(false)));
+        assert!(go_equal(&Value::Nil, &Value::Nil));
+        assert!(!go_equal(&Value::Nil, &Value::Bool(false)));
     }
 
     #[test]

@@ -148,6 +148,14 @@ impl Engine {
     pub async fn measure(&self, metric: &Metric, opts: &EvalOptions) -> Measurement {
         let started_at = Utc::now();
         let outcome = match &metric.provider {
+            // A condition that does not compile errors this metric only, as in Argo.
+            _ if metric.broken_condition.is_some() => Outcome::new().error(
+                metric
+                    .broken_condition
+                    .as_ref()
+                    .map(ToString::to_string)
+                    .unwrap_or_default(),
+            ),
             Provider::Rollgate(spec) => match self.resolve(&spec.prometheus) {
                 Err(message) => Outcome::new().error(message),
                 Ok(config) => {
@@ -290,8 +298,9 @@ impl Engine {
         };
         match self.query(config, &request, opts.deadline).await {
             Err(e) => out.error(format!("query failed: {e}")),
-            Ok(response) => {
+            Ok(mut response) => {
                 out.note_warnings(&response);
+                result::histograms_as_zero(&mut response);
                 out.value = result::argo_value_string(&response.data);
                 query::judge(out, metric, &response, "")
             }

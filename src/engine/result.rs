@@ -1,7 +1,7 @@
 //! Prometheus results as Argo sees them: the `result` value for conditions and the value string.
 
 use crate::condition::Value;
-use crate::prometheus::QueryData;
+use crate::prometheus::{QueryData, QueryResponse, Sample, Series};
 
 /// The numbers of a result in Argo's order: scalar -> one, vector -> one per series,
 /// matrix -> every sample of every series, flattened.
@@ -22,6 +22,23 @@ pub fn condition_value(data: &QueryData) -> Value {
     match data {
         QueryData::Scalar(s) => Value::Float(s.value),
         _ => Value::Array(numbers(data).into_iter().map(Value::Float).collect()),
+    }
+}
+
+/// Puts back, as 0, the vector entries that carried only a native-histogram sample: what
+/// client_golang decodes them to, and so what Argo's built-in provider judges.
+pub fn histograms_as_zero(response: &mut QueryResponse) {
+    if let QueryData::Vector(series) = &mut response.data {
+        for &at in &response.histogram_only {
+            let zero = Series {
+                labels: Default::default(),
+                sample: Sample {
+                    timestamp: 0.0,
+                    value: 0.0,
+                },
+            };
+            series.insert(at.min(series.len()), zero);
+        }
     }
 }
 
@@ -73,7 +90,6 @@ pub fn format_count(v: f64) -> String {
 /// A vector of unlabelled samples, for tests.
 #[cfg(test)]
 pub(crate) fn vector(values: &[f64]) -> QueryData {
-    use crate::prometheus::{Sample, Series};
     QueryData::Vector(
         values
             .iter()

@@ -25,6 +25,10 @@ pub struct QueryResponse {
     /// a counter"), in the order received: `infos` (2.54+) and the `PromQL info:` entries that
     /// 2.50–2.53 put into `warnings`. An info never means missing data.
     pub infos: Vec<String>,
+    /// Where in a vector result series with only a native-histogram sample stood (they are
+    /// left out of `data`): client_golang gives such a sample the value 0, which is what
+    /// Argo's own Prometheus provider judges.
+    pub histogram_only: Vec<usize>,
 }
 
 /// The result of a query, by Prometheus result type.
@@ -136,6 +140,7 @@ pub(crate) fn decode(
         origin: origin.clone(),
         result_type: result_type.clone(),
     };
+    let mut histogram_only = Vec::new();
     let data = match (result_type.as_str(), data.result) {
         ("scalar" | "vector" | "matrix", None) => {
             return Err(malformed("no `data.result` field".into()))
@@ -146,10 +151,18 @@ pub(crate) fn decode(
         }),
         ("vector", Some(RawResult::Empty)) => QueryData::Vector(Vec::new()),
         ("matrix", Some(RawResult::Empty)) => QueryData::Matrix(Vec::new()),
-        ("vector", Some(RawResult::Series { vector, matrix })) if matrix.is_empty() => {
+        (
+            "vector",
+            Some(RawResult::Series {
+                vector,
+                matrix,
+                histogram_only: positions,
+            }),
+        ) if matrix.is_empty() => {
+            histogram_only = positions;
             QueryData::Vector(vector)
         }
-        ("matrix", Some(RawResult::Series { vector, matrix })) if vector.is_empty() => {
+        ("matrix", Some(RawResult::Series { vector, matrix, .. })) if vector.is_empty() => {
             QueryData::Matrix(matrix)
         }
         ("scalar" | "vector" | "matrix", Some(_)) => {
@@ -166,6 +179,7 @@ pub(crate) fn decode(
         data,
         warnings,
         infos: all_infos,
+        histogram_only,
     })
 }
 
@@ -222,10 +236,10 @@ pub(crate) fn excerpt(body: &[u8]) -> String {
     out
 }
 
-/// Sample values are strings so that NaN and ±Inf survive JSON. Go's `ParseFloat` spellings
-/// (`NaN`, `+Inf`, `-Inf`, `Inf`, any case) are all accepted by Rust's parser too.
+/// Sample values are strings so that NaN and ±Inf survive JSON; they are read as client_golang
+/// reads them, with Go's `strconv.ParseFloat` (`1_000` is 1000, `1e400` is an error).
 fn parse_value(text: &str) -> Option<f64> {
-    text.parse::<f64>().ok()
+    crate::condition::parse_go_float(text)
 }
 
 fn bad_value(text: &str) -> String {
@@ -325,10 +339,13 @@ enum RawResult {
     Empty,
     /// `[ts, "text"]`: a scalar or a string.
     Pair(f64, String),
-    /// Objects with `metric` and `value` (vector) or `values` (matrix).
+    /// Objects with `metric` and `value` (vector) or `values` (matrix); `null` entries are
+    /// skipped, as client_golang's decoding and Argo's provider skip them.
     Series {
         vector: Vec<Series>,
         matrix: Vec<RangeSeries>,
+        /// Positions of histogram-only vector entries (see [`QueryResponse::histogram_only`]).
+        histogram_only: Vec<usize>,
     },
     /// Skipped because `resultType` was already known to be unsupported.
     Skipped,
@@ -448,10 +465,14 @@ impl<'de> Visitor<'de> for ResultSeed<'_> {
             Some(AnyItem::Element(first)) => {
                 let mut vector = Vec::new();
                 let mut matrix = Vec::new();
+                let mut histogram_only = Vec::new();
                 let mut push = |e: Element| match e {
                     Element::Instant(s) => vector.push(s),
                     Element::Range(s) => matrix.push(s),
-                    Element::HistogramOnly => {}
+                    Element::HistogramOnly => {
+                        histogram_only.push(vector.len() + histogram_only.len())
+                    }
+                    Element::Null => {}
                 };
                 push(first);
                 while let Some(e) = seq.next_element_seed(ElementSeed {
@@ -459,7 +480,11 @@ impl<'de> Visitor<'de> for ResultSeed<'_> {
                 })? {
                     push(e);
                 }
-                Ok(RawResult::Series { vector, matrix })
+                Ok(RawResult::Series {
+                    vector,
+                    matrix,
+                    histogram_only,
+                })
             }
         }
     }
@@ -502,6 +527,10 @@ impl<'de> Visitor<'de> for AnySeed<'_> {
         Ok(AnyItem::Number(v as f64))
     }
 
+    fn visit_unit<E: de::Error>(self) -> Result<AnyItem, E> {
+        Ok(AnyItem::Element(Element::Null))
+    }
+
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<AnyItem, A::Error> {
         ElementSeed {
             builder: self.builder,
@@ -516,6 +545,8 @@ enum Element {
     Instant(Series),
     Range(RangeSeries),
     HistogramOnly,
+    /// A `null` entry.
+    Null,
 }
 
 #[derive(Deserialize)]
@@ -543,7 +574,7 @@ impl<'de> DeserializeSeed<'de> for ElementSeed<'_> {
     type Value = Element;
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Element, D::Error> {
-        d.deserialize_map(self)
+        d.deserialize_any(self)
     }
 }
 
@@ -552,6 +583,10 @@ impl<'de> Visitor<'de> for ElementSeed<'_> {
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a series object")
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Element, E> {
+        Ok(Element::Null)
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Element, A::Error> {

@@ -9,7 +9,7 @@ use super::error::SpecError;
 use super::metric::{check_address, MetricSpec};
 use super::promql::check_promql;
 use super::reader::{invalid, ObjectReader};
-use crate::condition::{self, evaluate_result, Condition, ConditionFailure};
+use crate::condition::{self, evaluate_result, Condition, ConditionFailure, Which};
 use crate::measurement::Phase;
 use crate::prometheus::PrometheusConfig;
 
@@ -22,6 +22,9 @@ pub struct Metric {
     pub count: Option<u32>,
     pub success_condition: Option<Condition>,
     pub failure_condition: Option<Condition>,
+    /// A condition of a template metric that does not compile. As in Argo, only this metric
+    /// fails: it measures as Error naming the condition, and the template's others still run.
+    pub broken_condition: Option<ConditionFailure>,
     pub limits: RunLimits,
     pub provider: Provider,
 }
@@ -193,8 +196,21 @@ impl Metric {
         let interval = m.duration("interval")?;
         let initial_delay = m.duration("initialDelay")?;
         let count = int_or_string(&mut m, "count")?.map(|c| c.max(0) as u32);
-        let success_condition = condition(&mut m, "successCondition")?;
-        let failure_condition = condition(&mut m, "failureCondition")?;
+        let mut broken_condition = None;
+        let mut condition = |m: &mut ObjectReader<'_>, which: Which| -> Result<_, SpecError> {
+            Ok(match m.string(which.field_name())? {
+                Some(src) if !src.is_empty() => match Condition::compile(&src) {
+                    Ok(c) => Some(c),
+                    Err(e) => {
+                        broken_condition.get_or_insert(ConditionFailure::compile(which, &src, e));
+                        None
+                    }
+                },
+                _ => None,
+            })
+        };
+        let success_condition = condition(&mut m, Which::Success)?;
+        let failure_condition = condition(&mut m, Which::Failure)?;
         let limits = RunLimits {
             failure_limit: int_or_string(&mut m, "failureLimit")?,
             inconclusive_limit: int_or_string(&mut m, "inconclusiveLimit")?,
@@ -219,6 +235,7 @@ impl Metric {
             count,
             success_condition,
             failure_condition,
+            broken_condition,
             limits,
             provider,
         })
@@ -266,23 +283,17 @@ impl Metric {
             count: None,
             success_condition: compile_condition("successCondition", success)?,
             failure_condition: compile_condition("failureCondition", failure)?,
+            broken_condition: None,
             limits: RunLimits::default(),
             provider: Provider::Rollgate(spec),
         })
     }
 }
 
-fn condition(m: &mut ObjectReader<'_>, key: &'static str) -> Result<Option<Condition>, SpecError> {
-    let path = m.path_of(key);
-    match m.string(key)? {
-        Some(src) => compile_condition(&path, &src),
-        None => Ok(None),
-    }
-}
-
-/// Compiles a condition; an empty one means "not given", as in Argo.
+/// Compiles a condition; an empty one means "not given", as in Argo. Only the empty string
+/// is: Argo v1.9.1 compiles a whitespace-only condition, and expr rejects it.
 pub fn compile_condition(path: &str, source: &str) -> Result<Option<Condition>, SpecError> {
-    if source.trim().is_empty() {
+    if source.is_empty() {
         return Ok(None);
     }
     Condition::compile(source)
