@@ -56,6 +56,8 @@ pub struct Template {
     pub name: String,
     /// Declared arguments with their default values (`None`: no value, or `valueFrom`).
     pub args: ArgValues,
+    /// `spec.dryRun[].metricName` rules (regular expressions; `*` is every metric).
+    pub dry_run: Vec<String>,
     raw_metrics: Vec<Value>,
 }
 
@@ -131,6 +133,17 @@ impl Template {
                 args.insert(arg_name, value);
             }
         }
+        let mut dry_run = Vec::new();
+        if let Some(list) = spec.get("dryRun") {
+            let Value::Array(items) = list else {
+                return Err(invalid("spec.dryRun", "a list of {metricName}", list));
+            };
+            for (i, item) in items.iter().enumerate() {
+                let mut d = ObjectReader::new(&format!("spec.dryRun[{i}]"), item)?;
+                dry_run.push(d.required_string("metricName", "a metric name or pattern")?);
+                d.finish()?;
+            }
+        }
         let raw_metrics = match spec.get("metrics") {
             Some(Value::Array(items)) if !items.is_empty() => items.clone(),
             Some(other) => {
@@ -151,6 +164,7 @@ impl Template {
             kind,
             name,
             args,
+            dry_run,
             raw_metrics,
         })
     }
