@@ -454,3 +454,57 @@ fn a_short_failure_is_retried_and_the_run_recovers() {
     // After the recovery the schedule counts from the successful check: +20m30s next.
     assert_eq!(error_rate[7].0, at(from + 20 * 60 + 30));
 }
+
+/// The shipped example's window: its data has `base` = 2026-11-30T00:00:00Z, so the bad
+/// service turns bad at 2026-11-29T20:00:00Z.
+const EXAMPLE_BASE: i64 = 1_795_996_800;
+const EXAMPLE_FROM: &str = "2026-11-29T19:00:00Z";
+const EXAMPLE_TO: &str = "2026-11-29T23:00:00Z";
+
+/// Re-records `examples/backtest.replay.json` from a real Prometheus with the generated data.
+#[test]
+#[ignore = "regenerates examples/backtest.replay.json; run with ROLLGATE_RECORD_EXAMPLES=1"]
+fn record_example() {
+    if std::env::var_os("ROLLGATE_RECORD_EXAMPLES").is_none() {
+        return;
+    }
+    let prom = PromServer::start(EXAMPLE_BASE, &dataset(EXAMPLE_BASE));
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let replay = examples.join("backtest.replay.json");
+    let template = examples.join("backtest.yaml");
+    let _ = std::fs::remove_file(&replay);
+    for service in ["bad", "good"] {
+        // Both services' answers go into one file: record each, then merge.
+        let part = std::env::temp_dir().join(format!("rollgate-bt-{service}.json"));
+        let service_arg = format!("service={service}");
+        let address_arg = format!("prometheus={}", prom.url);
+        let run = backtest(&[
+            "-f",
+            template.to_str().unwrap(),
+            "--from",
+            EXAMPLE_FROM,
+            "--to",
+            EXAMPLE_TO,
+            "--arg",
+            &service_arg,
+            "--arg",
+            &address_arg,
+            "--record",
+            part.to_str().unwrap(),
+        ]);
+        assert!(run.code < 3, "{}\n{}", run.stdout, run.stderr);
+        let doc: Value = serde_json::from_str(&std::fs::read_to_string(&part).unwrap()).unwrap();
+        let mut merged: Value = std::fs::read_to_string(&replay)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_else(|| serde_json::json!({"version": 1, "entries": []}));
+        let entries = merged["entries"].as_array_mut().unwrap();
+        entries.extend(doc["entries"].as_array().unwrap().iter().cloned());
+        std::fs::write(
+            &replay,
+            serde_json::to_string_pretty(&merged).unwrap() + "\n",
+        )
+        .unwrap();
+        let _ = std::fs::remove_file(&part);
+    }
+}
