@@ -508,3 +508,39 @@ fn record_example() {
         let _ = std::fs::remove_file(&part);
     }
 }
+
+#[test]
+fn the_plot_has_a_marker_per_measurement_coloured_by_phase_and_the_threshold() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = template(dir.path(), &server().url);
+    let svg = dir.path().join("run.svg");
+    let run = window(
+        &file,
+        "bad",
+        -5 * 3600,
+        -3600,
+        &["-o", "json", "--plot", svg.to_str().unwrap()],
+    );
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let doc = run.json();
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.starts_with("<svg"), "{}", &text[..100.min(text.len())]);
+    let phases: Vec<&str> = doc["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["phase"].as_str().unwrap())
+        .collect();
+    let failed = phases.iter().filter(|p| **p == "Failed").count();
+    let successful = phases.iter().filter(|p| **p == "Successful").count();
+    // One circle per measurement plus one legend entry per phase.
+    assert_eq!(text.matches("<circle").count(), phases.len() + 5);
+    // Red: the failed markers, the legend, the verdict line and each panel's end label.
+    assert_eq!(text.matches(r##"fill="#d62728""##).count() - 4, failed);
+    assert_eq!(text.matches(r##"fill="#2e9e44""##).count() - 1, successful);
+    assert!(
+        text.contains("result[0] &lt; 0.02"),
+        "the threshold's condition is labelled"
+    );
+    assert!(text.contains("error-rate failed 3 times, failureLimit 2"));
+}

@@ -3,12 +3,14 @@
 //! This module only translates: the run rules are `engine::run`, every measurement is
 //! `Engine::measure` at the simulated time, and batching is the `RangeCache` backend layer.
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use clap::Args;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::json;
 
 use crate::engine::run::{
@@ -20,6 +22,7 @@ use crate::prometheus::{Backend, Grid, RangeCache};
 use crate::spec::duration::{format_duration, parse_duration};
 use crate::spec::{Metric, Provider};
 
+use super::backtest_plot;
 use super::dry_run::{
     address_policy, exit_code, load_metrics, open_backend, parse_arg, parse_time, save_recording,
     OutputFormat, SourceArgs,
@@ -51,6 +54,10 @@ pub struct BacktestArgs {
 
     #[command(flatten)]
     pub source: SourceArgs,
+
+    /// Draw the timeline of every metric to this SVG file.
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
 
     /// Refuse windows that would take more measurements than this (counted before any query).
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_CHECKS)]
@@ -147,15 +154,61 @@ fn execute(args: &BacktestArgs) -> Result<u8, String> {
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
-    let outcome = runtime.block_on(simulate(&engine, &metrics, run_metrics, args))?;
+    let progress = progress_bar(planned);
+    let outcome = runtime.block_on(simulate(&engine, &metrics, run_metrics, args, &progress));
+    progress.finish_and_clear();
+    let outcome = outcome?;
     let outcome = Outcome { skipped, ..outcome };
     save_recording(args.source.record.as_deref(), engine.backend())?;
+    if let Some(path) = &args.plot {
+        plot(path, &outcome, &metrics, args)?;
+    }
 
     match args.source.output {
         OutputFormat::Table => print_table(&outcome),
         OutputFormat::Json => print_json(&outcome, args, engine.backend()),
     }
     Ok(exit_code(outcome.sim.phase().as_measurement_phase()))
+}
+
+/// Writes `--plot`.
+fn plot(
+    path: &std::path::Path,
+    o: &Outcome,
+    metrics: &[Metric],
+    args: &BacktestArgs,
+) -> Result<(), String> {
+    let panels: Vec<backtest_plot::Panel<'_>> = metrics
+        .iter()
+        .map(|m| backtest_plot::Panel {
+            name: &m.name,
+            points: o
+                .timeline
+                .iter()
+                .filter(|e| e.metric == m.name)
+                .map(|e| {
+                    (
+                        e.time,
+                        e.measurement.phase,
+                        backtest_plot::numeric(&e.measurement.value),
+                    )
+                })
+                .collect(),
+            conditions: [&m.success_condition, &m.failure_condition]
+                .into_iter()
+                .flatten()
+                .map(|c| c.source().to_string())
+                .collect(),
+        })
+        .collect();
+    backtest_plot::write(
+        path,
+        &panels,
+        args.from,
+        o.ended_at,
+        &summary(o),
+        o.sim.phase().as_measurement_phase(),
+    )
 }
 
 /// Metrics rollgate evaluates, and the skipped ones with their provider.
@@ -232,12 +285,27 @@ fn eval_options(
     }
 }
 
+/// A progress bar over the planned checks on stderr, drawn only when stderr is a terminal.
+fn progress_bar(planned: u64) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::with_draw_target(Some(planned), ProgressDrawTarget::stderr());
+    if let Ok(style) =
+        ProgressStyle::with_template("{bar:40} {pos}/{len} checks, at {msg} ({elapsed})")
+    {
+        bar.set_style(style);
+    }
+    bar
+}
+
 /// Drives the run as the controller would until it ends or the window does.
 async fn simulate(
     engine: &Engine,
     metrics: &[Metric],
     run_metrics: Vec<RunMetric>,
     args: &BacktestArgs,
+    progress: &ProgressBar,
 ) -> Result<Outcome, String> {
     let mut sim = RunSim::new(run_metrics, args.from);
     let mut timeline = Vec::new();
@@ -252,6 +320,8 @@ async fn simulate(
             async move { measure_task(engine, metrics, sim, *task, now, args).await }
         }))
         .await;
+        progress.inc(measured.len() as u64);
+        progress.set_message(now.format("%Y-%m-%d %H:%M").to_string());
         for (task, m) in tasks.into_iter().zip(measured) {
             timeline.push(Event {
                 time: now,

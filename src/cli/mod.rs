@@ -1,6 +1,7 @@
 //! The command line: argument parsing and the subcommands, thin over the engine.
 
 mod backtest;
+mod backtest_plot;
 mod dry_run;
 mod output;
 mod plugin_mode;
