@@ -544,3 +544,137 @@ fn the_plot_has_a_marker_per_measurement_coloured_by_phase_and_the_threshold() {
     );
     assert!(text.contains("error-rate failed 3 times, failureLimit 2"));
 }
+
+fn releases_file(dir: &Path, entries: &str) -> std::path::PathBuf {
+    let path = dir.join("releases.yaml");
+    std::fs::write(&path, format!("releases:\n{entries}")).unwrap();
+    path
+}
+
+fn release(name: &str, service: &str, outcome: &str) -> String {
+    format!(
+        "  - name: {name}\n    start: {}\n    duration: 4h\n    args: {{service: {service}}}\n    outcome: {outcome}\n",
+        at(-5 * 3600)
+    )
+}
+
+#[test]
+fn releases_are_scored_per_run_and_metric_with_a_row_per_alternative() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = template(dir.path(), &server().url);
+    let releases = releases_file(
+        dir.path(),
+        &(release("v1-bad", "bad", "bad") + &release("v2-good", "good", "good")),
+    );
+    let run = backtest(&[
+        "-f",
+        file.to_str().unwrap(),
+        "--releases",
+        releases.to_str().unwrap(),
+        "-o",
+        "json",
+        "--set",
+        "error-rate.failureLimit=0,5",
+        "--set",
+        "error-rate.successCondition=result[0] < 0.2",
+    ]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let doc = run.json();
+    let row = |alt: &str, scope: &str| -> Value {
+        doc["confusion"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["alternative"] == alt && r["scope"] == scope)
+            .unwrap_or_else(|| panic!("no row {alt} {scope}: {doc}"))["counts"]
+            .clone()
+    };
+    // As written: the third failure (failureLimit 2) catches the bad release 75 min in.
+    let base = row("as written", "run");
+    assert_eq!(
+        (base["bad"].as_u64(), base["badCaught"].as_u64()),
+        (Some(1), Some(1))
+    );
+    assert_eq!(base["secondsToCatch"], serde_json::json!([4500]));
+    assert_eq!(base["goodFailedOrAborted"], 0);
+    // failureLimit 0 catches it at the first failure (65 min), 5 at the sixth (90 min).
+    assert_eq!(
+        row("error-rate.failureLimit=0", "run")["secondsToCatch"],
+        serde_json::json!([3900])
+    );
+    assert_eq!(
+        row("error-rate.failureLimit=5", "run")["secondsToCatch"],
+        serde_json::json!([5400])
+    );
+    // A 20 % threshold misses it on error-rate; the built-in metric (5 %, failureLimit 5)
+    // still fails the run at its sixth failure, 2 h in.
+    let loose = "error-rate.successCondition=result[0] < 0.2";
+    assert_eq!(row(loose, "error-rate")["badCaught"], 0);
+    assert_eq!(row(loose, "builtin")["badCaught"], 1);
+    assert_eq!(
+        row(loose, "run")["secondsToCatch"],
+        serde_json::json!([7200])
+    );
+    assert_eq!(doc["runs"].as_array().unwrap().len(), 8);
+
+    let table = backtest(&[
+        "-f",
+        file.to_str().unwrap(),
+        "--releases",
+        releases.to_str().unwrap(),
+    ]);
+    assert_eq!(table.code, 0, "{}", table.stderr);
+    assert!(table.stdout.contains("BAD CAUGHT"), "{}", table.stdout);
+}
+
+#[test]
+fn a_bad_release_entry_is_named_with_its_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = template(dir.path(), "http://127.0.0.1:9");
+    let releases = releases_file(
+        dir.path(),
+        &(release("a", "good", "good") + &release("b", "bad", "meh")),
+    );
+    let run = backtest(&[
+        "-f",
+        file.to_str().unwrap(),
+        "--releases",
+        releases.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 3);
+    assert!(run.stdout.is_empty());
+    assert!(
+        run.stderr.contains("releases[1].outcome") && run.stderr.contains("good or bad"),
+        "{}",
+        run.stderr
+    );
+
+    let releases = releases_file(
+        dir.path(),
+        "  - name: c\n    start: yesterday\n    duration: 1h\n    outcome: good\n",
+    );
+    let run = backtest(&[
+        "-f",
+        file.to_str().unwrap(),
+        "--releases",
+        releases.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 3);
+    assert!(run.stderr.contains("releases[0].start"), "{}", run.stderr);
+
+    let good = releases_file(dir.path(), &release("a", "good", "good"));
+    let run = backtest(&[
+        "-f",
+        file.to_str().unwrap(),
+        "--releases",
+        good.to_str().unwrap(),
+        "--set",
+        "nosuch.failureLimit=1",
+    ]);
+    assert_eq!(run.code, 3);
+    assert!(
+        run.stderr.contains("no metric named \"nosuch\""),
+        "{}",
+        run.stderr
+    );
+}

@@ -20,15 +20,15 @@ use crate::engine::{Engine, EvalOptions};
 use crate::measurement::Measurement;
 use crate::prometheus::{Backend, Grid, RangeCache};
 use crate::spec::duration::{format_duration, parse_duration};
-use crate::spec::{Metric, Provider};
+use crate::spec::{Metric, Provider, Template};
 
-use super::backtest_plot;
 use super::dry_run::{
     address_policy, exit_code, load_metrics, open_backend, parse_arg, parse_time, save_recording,
     OutputFormat, SourceArgs,
 };
 use super::exit;
 use super::output::{print_columns, shorten};
+use super::{backtest_plot, backtest_releases};
 
 /// The default of `--max-checks`.
 pub const DEFAULT_MAX_CHECKS: u64 = 100_000;
@@ -41,12 +41,20 @@ pub struct BacktestArgs {
     pub file: PathBuf,
 
     /// The run's start (Argo's status.startedAt), RFC 3339.
-    #[arg(long, value_name = "RFC3339", value_parser = parse_time)]
-    pub from: DateTime<Utc>,
+    #[arg(long, value_name = "RFC3339", value_parser = parse_time, required_unless_present = "releases")]
+    pub from: Option<DateTime<Utc>>,
 
     /// The window's end: a run still going then is terminated, as when a rollout completes.
-    #[arg(long, value_name = "RFC3339", value_parser = parse_time)]
-    pub to: DateTime<Utc>,
+    #[arg(long, value_name = "RFC3339", value_parser = parse_time, required_unless_present = "releases")]
+    pub to: Option<DateTime<Utc>>,
+
+    /// Score the template on past releases instead of one window (see docs/backtest.md).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["from", "to", "plot"])]
+    pub releases: Option<PathBuf>,
+
+    /// With --releases: alternatives to try, `METRIC.KEY=V1,V2` (repeatable; one row each).
+    #[arg(long = "set", value_name = "METRIC.KEY=V1,V2", requires = "releases")]
+    pub set: Vec<String>,
 
     /// A template argument, `name=value`, for `{{args.name}}` (repeatable; overrides defaults).
     #[arg(long = "arg", value_name = "NAME=VALUE", value_parser = parse_arg)]
@@ -81,11 +89,11 @@ struct Event {
 }
 
 /// What a backtest found.
-struct Outcome {
-    sim: RunSim,
-    started_at: DateTime<Utc>,
-    ended_at: DateTime<Utc>,
-    terminated_at_end: bool,
+pub(super) struct Outcome {
+    pub sim: RunSim,
+    pub started_at: DateTime<Utc>,
+    pub ended_at: DateTime<Utc>,
+    pub terminated_at_end: bool,
     timeline: Vec<Event>,
     skipped: Vec<(String, String)>,
 }
@@ -102,14 +110,102 @@ pub fn run(args: BacktestArgs) -> u8 {
 }
 
 fn execute(args: &BacktestArgs) -> Result<u8, String> {
-    if args.to <= args.from {
-        return Err(format!(
-            "--to ({}) must be after --from ({})",
-            rfc3339(args.to),
-            rfc3339(args.from)
-        ));
+    if let Some(file) = &args.releases {
+        return backtest_releases::run(args, file);
     }
+    let (Some(from), Some(to)) = (args.from, args.to) else {
+        return Err("--from and --to are required (or --releases FILE)".into());
+    };
+    let window = Window::new(from, to, args)?;
     let (templates, work) = load_metrics(&args.file, &args.args, None)?;
+    let prepared = prepare(&templates, work)?;
+    let planned = window.check_plan(&prepared.run_metrics)?;
+
+    let base = open_backend(args.source.replay.as_deref(), args.source.record.is_some())?;
+    let backend = batching(base, args, &[&prepared.run_metrics], &window);
+    let engine = Engine::new(backend, address_policy(args.source.prometheus.as_deref())?);
+    let runtime = runtime()?;
+    let progress = progress_bar(planned);
+    let outcome = runtime.block_on(simulate(&engine, &prepared, &window, &progress));
+    progress.finish_and_clear();
+    let outcome = outcome?;
+    save_recording(args.source.record.as_deref(), engine.backend())?;
+    if let Some(path) = &args.plot {
+        plot(path, &outcome, &prepared.metrics, from)?;
+    }
+
+    match args.source.output {
+        OutputFormat::Table => print_table(&outcome),
+        OutputFormat::Json => print_json(&outcome, &window, engine.backend()),
+    }
+    Ok(exit_code(outcome.sim.phase().as_measurement_phase()))
+}
+
+/// The async runtime of a backtest.
+pub(super) fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))
+}
+
+/// The window of one run and the limits that apply to it.
+pub(super) struct Window {
+    pub from: DateTime<Utc>,
+    pub to: DateTime<Utc>,
+    max_checks: u64,
+    timeout: Duration,
+}
+
+impl Window {
+    /// A window from `--from` to `--to`; `to` must be after `from`.
+    pub(super) fn new(
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+        args: &BacktestArgs,
+    ) -> Result<Window, String> {
+        if to <= from {
+            return Err(format!(
+                "--to ({}) must be after --from ({})",
+                rfc3339(to),
+                rfc3339(from)
+            ));
+        }
+        Ok(Window {
+            from,
+            to,
+            max_checks: args.max_checks,
+            timeout: args.timeout,
+        })
+    }
+
+    /// The planned checks, or an error when they exceed `--max-checks`.
+    pub(super) fn check_plan(&self, run_metrics: &[RunMetric]) -> Result<u64, String> {
+        let planned = planned_checks(run_metrics, self.from, self.to);
+        if planned > self.max_checks {
+            return Err(format!(
+                "the window {} .. {} needs {planned} checks, more than --max-checks {}; shorten the window or raise the limit",
+                rfc3339(self.from),
+                rfc3339(self.to),
+                self.max_checks
+            ));
+        }
+        Ok(planned)
+    }
+}
+
+/// A run's evaluable metrics, their Argo scheduling fields, and the skipped ones.
+pub(super) struct Prepared {
+    pub metrics: Vec<Metric>,
+    pub run_metrics: Vec<RunMetric>,
+    pub skipped: Vec<(String, String)>,
+}
+
+/// Splits off skipped providers and applies the templates' `dryRun` rules.
+pub(super) fn prepare(
+    templates: &[Template],
+    work: Vec<(String, Metric)>,
+) -> Result<Prepared, String> {
     let dry_rules: Vec<String> = templates
         .iter()
         .flat_map(|t| t.dry_run.iter().cloned())
@@ -120,7 +216,7 @@ fn execute(args: &BacktestArgs) -> Result<u8, String> {
     }
     let names: Vec<String> = metrics.iter().map(|m| m.name.clone()).collect();
     let dry = crate::engine::run::dry_run_matches(&dry_rules, &names)?;
-    let run_metrics: Vec<RunMetric> = metrics
+    let run_metrics = metrics
         .iter()
         .zip(dry)
         .map(|(m, dry_run)| RunMetric {
@@ -132,43 +228,32 @@ fn execute(args: &BacktestArgs) -> Result<u8, String> {
             dry_run,
         })
         .collect();
-    let planned = planned_checks(&run_metrics, args.from, args.to);
-    if planned > args.max_checks {
-        return Err(format!(
-            "the window {} .. {} needs {planned} checks, more than --max-checks {}; shorten the window or raise the limit",
-            rfc3339(args.from),
-            rfc3339(args.to),
-            args.max_checks
-        ));
-    }
+    Ok(Prepared {
+        metrics,
+        run_metrics,
+        skipped,
+    })
+}
 
-    let mut backend = open_backend(args.source.replay.as_deref(), args.source.record.is_some())?;
-    if !args.no_batch {
-        backend = Backend::Cached(Arc::new(RangeCache::new(
-            backend,
-            grids(&run_metrics, args.from, args.to),
-        )));
+/// `base`, or the range cache over it for the schedules of every run in `runs`.
+pub(super) fn batching(
+    base: Backend,
+    args: &BacktestArgs,
+    runs: &[&[RunMetric]],
+    window: &Window,
+) -> Backend {
+    if args.no_batch {
+        return base;
     }
-    let engine = Engine::new(backend, address_policy(args.source.prometheus.as_deref())?);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
-    let progress = progress_bar(planned);
-    let outcome = runtime.block_on(simulate(&engine, &metrics, run_metrics, args, &progress));
-    progress.finish_and_clear();
-    let outcome = outcome?;
-    let outcome = Outcome { skipped, ..outcome };
-    save_recording(args.source.record.as_deref(), engine.backend())?;
-    if let Some(path) = &args.plot {
-        plot(path, &outcome, &metrics, args)?;
+    let mut all: Vec<Grid> = Vec::new();
+    for run in runs {
+        for g in grids(run, window.from, window.to) {
+            if !all.contains(&g) {
+                all.push(g);
+            }
+        }
     }
-
-    match args.source.output {
-        OutputFormat::Table => print_table(&outcome),
-        OutputFormat::Json => print_json(&outcome, args, engine.backend()),
-    }
-    Ok(exit_code(outcome.sim.phase().as_measurement_phase()))
+    Backend::Cached(Arc::new(RangeCache::new(base, all)))
 }
 
 /// Writes `--plot`.
@@ -176,7 +261,7 @@ fn plot(
     path: &std::path::Path,
     o: &Outcome,
     metrics: &[Metric],
-    args: &BacktestArgs,
+    from: DateTime<Utc>,
 ) -> Result<(), String> {
     let panels: Vec<backtest_plot::Panel<'_>> = metrics
         .iter()
@@ -204,7 +289,7 @@ fn plot(
     backtest_plot::write(
         path,
         &panels,
-        args.from,
+        from,
         o.ended_at,
         &summary(o),
         o.sim.phase().as_measurement_phase(),
@@ -300,14 +385,14 @@ fn progress_bar(planned: u64) -> ProgressBar {
 }
 
 /// Drives the run as the controller would until it ends or the window does.
-async fn simulate(
+pub(super) async fn simulate(
     engine: &Engine,
-    metrics: &[Metric],
-    run_metrics: Vec<RunMetric>,
-    args: &BacktestArgs,
+    prepared: &Prepared,
+    args: &Window,
     progress: &ProgressBar,
 ) -> Result<Outcome, String> {
-    let mut sim = RunSim::new(run_metrics, args.from);
+    let metrics = &prepared.metrics;
+    let mut sim = RunSim::new(prepared.run_metrics.clone(), args.from);
     let mut timeline = Vec::new();
     let mut now = args.from;
     let mut terminated_at_end = false;
@@ -337,7 +422,7 @@ async fn simulate(
                 ended_at: now,
                 terminated_at_end,
                 timeline,
-                skipped: Vec::new(),
+                skipped: prepared.skipped.clone(),
             });
         }
         match sim.next_reconcile(now) {
@@ -360,7 +445,7 @@ async fn measure_task(
     sim: &RunSim,
     task: Task,
     now: DateTime<Utc>,
-    args: &BacktestArgs,
+    args: &Window,
 ) -> Measurement {
     let metric = &metrics[task.metric];
     let result = &sim.results()[task.metric];
@@ -395,7 +480,7 @@ fn rfc3339(t: DateTime<Utc>) -> String {
 }
 
 /// The one sentence saying how and when the run ended and why.
-fn summary(o: &Outcome) -> String {
+pub(super) fn summary(o: &Outcome) -> String {
     let phase = o.sim.phase();
     let at = o.ended_at.format("%Y-%m-%d %H:%M:%S UTC");
     let elapsed = format_duration(Duration::from_secs(
@@ -493,7 +578,7 @@ fn print_table(o: &Outcome) {
     println!("{}", summary(o));
 }
 
-fn print_json(o: &Outcome, args: &BacktestArgs, backend: &Backend) {
+fn print_json(o: &Outcome, args: &Window, backend: &Backend) {
     let metrics: Vec<_> = o
         .sim
         .metrics()

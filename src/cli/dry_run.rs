@@ -118,13 +118,16 @@ fn execute(args: &DryRunArgs) -> Result<u8, String> {
     Ok(exit_code(overall))
 }
 
+/// Templates and their metrics, each with its template's name.
+pub(super) type Loaded = (Vec<Template>, Vec<(String, Metric)>);
+
 /// The templates of `file` and their metrics (`{{args.*}}` resolved), optionally only `only`.
 /// Shared with `backtest`.
 pub(super) fn load_metrics(
     file: &Path,
     args: &[(String, String)],
     only: Option<&str>,
-) -> Result<(Vec<Template>, Vec<(String, Metric)>), String> {
+) -> Result<Loaded, String> {
     let text = std::fs::read_to_string(file)
         .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
     let source = file.display().to_string();

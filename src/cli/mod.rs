@@ -2,6 +2,7 @@
 
 mod backtest;
 mod backtest_plot;
+mod backtest_releases;
 mod dry_run;
 mod output;
 mod plugin_mode;

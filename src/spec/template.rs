@@ -169,6 +169,86 @@ impl Template {
         })
     }
 
+    /// A copy with `value` (a YAML scalar) set at the dotted `path` of metric `metric`, for
+    /// backtest alternatives: Argo's metric keys (`failureLimit`, `successCondition`, ...) on the
+    /// metric, any other key in its provider's spec (`compare.maxIncrease`, `query`).
+    pub fn with_setting(
+        &self,
+        metric: &str,
+        path: &str,
+        value: &str,
+    ) -> Result<Template, SpecError> {
+        const METRIC_KEYS: [&str; 9] = [
+            "interval",
+            "initialDelay",
+            "count",
+            "successCondition",
+            "failureCondition",
+            "failureLimit",
+            "inconclusiveLimit",
+            "consecutiveErrorLimit",
+            "consecutiveSuccessLimit",
+        ];
+        let setting = format!("--set {metric}.{path}");
+        let parsed: Value =
+            serde_yaml_ng::from_str(value).unwrap_or(Value::String(value.to_string()));
+        let mut out = self.clone();
+        let raw = out
+            .raw_metrics
+            .iter_mut()
+            .find(|m| m.get("name").and_then(Value::as_str) == Some(metric))
+            .ok_or_else(|| SpecError::Missing {
+                path: setting.clone(),
+                hint: format!("the template has no metric named {metric:?}"),
+            })?;
+        let keys: Vec<&str> = path.split('.').collect();
+        let mut target = if METRIC_KEYS.contains(&keys[0]) {
+            raw
+        } else {
+            let provider = raw.get_mut("provider").ok_or_else(|| SpecError::Missing {
+                path: setting.clone(),
+                hint: "the metric has no provider".into(),
+            })?;
+            match provider {
+                Value::Object(p) if p.contains_key("plugin") => match p.get_mut("plugin") {
+                    Some(Value::Object(plugin)) if plugin.len() == 1 => plugin
+                        .values_mut()
+                        .next()
+                        .ok_or_else(|| invalid(&setting, "a plugin spec", &Value::Null))?,
+                    other => {
+                        return Err(invalid(
+                            &setting,
+                            "one plugin spec",
+                            &other.cloned().unwrap_or_default(),
+                        ))
+                    }
+                },
+                Value::Object(p) => p
+                    .values_mut()
+                    .next()
+                    .ok_or_else(|| invalid(&setting, "a provider", &Value::Null))?,
+                other => return Err(invalid(&setting, "a provider object", other)),
+            }
+        };
+        for (i, key) in keys.iter().enumerate() {
+            let Value::Object(map) = target else {
+                return Err(invalid(&setting, "an object on the way to the key", target));
+            };
+            if i + 1 == keys.len() {
+                map.insert((*key).to_string(), parsed);
+                return Ok(out);
+            }
+            target = map
+                .entry((*key).to_string())
+                .or_insert_with(|| Value::Object(Default::default()));
+        }
+        Err(invalid(
+            &setting,
+            "METRIC.KEY[.KEY...]=VALUE",
+            &Value::String(path.to_string()),
+        ))
+    }
+
     /// The metrics with `{{args.*}}` resolved from the defaults and `overrides`, validated.
     pub fn metrics(&self, overrides: &[(String, String)]) -> Result<Vec<Metric>, SpecError> {
         let mut args = self.args.clone();
