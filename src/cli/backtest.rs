@@ -408,10 +408,13 @@ pub(super) async fn simulate(
         progress.inc(measured.len() as u64);
         progress.set_message(now.format("%Y-%m-%d %H:%M").to_string());
         for (task, m) in tasks.into_iter().zip(measured) {
+            // The timeline keeps what it prints; metadata stays out (it is most of the size).
+            let mut shown = m.clone();
+            shown.metadata = Default::default();
             timeline.push(Event {
                 time: now,
                 metric: sim.metrics()[task.metric].name.clone(),
-                measurement: m.clone(),
+                measurement: shown,
             });
             sim.record(task, m, now);
         }

@@ -22,6 +22,9 @@ use crate::spec::RunLimits;
 /// `DefaultErrorRetryInterval` (analysis.go): an Error measurement is retried after 10 s,
 /// whatever the metric's interval.
 pub const ERROR_RETRY_INTERVAL: Duration = Duration::from_secs(10);
+/// `DefaultMeasurementHistoryLimit` (analysis.go): `garbageCollectMeasurements` keeps the last
+/// 10 measurements of each metric; the counters keep the totals.
+pub const MEASUREMENT_HISTORY_LIMIT: usize = 10;
 /// `DefaultConsecutiveErrorLimit` (utils/defaults/defaults.go).
 pub const DEFAULT_CONSECUTIVE_ERROR_LIMIT: i64 = 4;
 
@@ -376,6 +379,11 @@ impl RunSim {
             result.measurements[last] = m;
         } else {
             result.measurements.push(m);
+            let excess = result
+                .measurements
+                .len()
+                .saturating_sub(MEASUREMENT_HISTORY_LIMIT);
+            result.measurements.drain(..excess);
         }
     }
 

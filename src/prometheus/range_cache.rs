@@ -77,6 +77,8 @@ pub struct RangeCache {
     inner: Backend,
     grids: Vec<Grid>,
     chunks: Mutex<HashMap<Key, Arc<OnceCell<Chunk>>>>,
+    /// Each query's PromQL value type, parsed once (`None`: does not parse).
+    types: Mutex<HashMap<String, Option<ValueType>>>,
     served: AtomicU64,
     passed: AtomicU64,
     fetches: AtomicU64,
@@ -89,6 +91,7 @@ impl RangeCache {
             inner,
             grids,
             chunks: Mutex::new(HashMap::new()),
+            types: Mutex::new(HashMap::new()),
             served: AtomicU64::new(0),
             passed: AtomicU64::new(0),
             fetches: AtomicU64::new(0),
@@ -137,7 +140,14 @@ impl RangeCache {
         else {
             return None;
         };
-        let value_type = promql_parser::parser::parse(query).ok()?.value_type();
+        let value_type = {
+            let mut types = self.types.lock().ok()?;
+            *types.entry(query.clone()).or_insert_with(|| {
+                promql_parser::parser::parse(query)
+                    .ok()
+                    .map(|e| e.value_type())
+            })
+        }?;
         if !matches!(value_type, ValueType::Vector | ValueType::Scalar) {
             return None;
         }
