@@ -153,3 +153,34 @@ fn record_examples() {
         .unwrap();
     }
 }
+
+/// The backtest example: the bad canary's run fails at its third failed check; the good one
+/// runs to the window's end. Both from the replay, with no Prometheus.
+#[test]
+fn the_backtest_example_replays_with_its_documented_verdicts() {
+    let replay = examples().join("backtest.replay.json");
+    for (service, code, phase) in [("bad", 1, "Failed"), ("good", 0, "Successful")] {
+        let out = Command::new(BIN)
+            .arg("backtest")
+            .arg("-f")
+            .arg(examples().join("backtest.yaml"))
+            .args(["--replay", replay.to_str().unwrap(), "-o", "json"])
+            .args([
+                "--from",
+                "2026-11-29T19:00:00Z",
+                "--to",
+                "2026-11-29T23:00:00Z",
+            ])
+            .args(["--arg", &format!("service={service}")])
+            .output()
+            .expect("run rollgate");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(code), "{service}: {stdout}");
+        let doc: Value = serde_json::from_str(&stdout).expect("JSON output");
+        assert_eq!(doc["phase"], phase);
+        assert_eq!(
+            doc["queries"]["passedThrough"], 0,
+            "{service}: every check from the replay"
+        );
+    }
+}

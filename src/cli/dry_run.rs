@@ -1,6 +1,6 @@
 //! `rollgate dry-run`: evaluate an AnalysisTemplate's metrics once and print the verdict.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -30,6 +30,21 @@ pub struct DryRunArgs {
     #[arg(long, value_name = "RFC3339", value_parser = parse_time)]
     pub at: Option<DateTime<Utc>>,
 
+    #[command(flatten)]
+    pub source: SourceArgs,
+
+    /// Evaluate only the metric with this name.
+    #[arg(long, value_name = "NAME")]
+    pub metric: Option<String>,
+
+    /// Overall time allowed per metric, retries included.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    pub timeout: Duration,
+}
+
+/// Where queries go and how results are printed; shared by `dry-run` and `backtest`.
+#[derive(Debug, Args)]
+pub struct SourceArgs {
     /// Replace every metric's Prometheus address (e.g. a port-forward: http://127.0.0.1:9090).
     #[arg(long, value_name = "URL")]
     pub prometheus: Option<String>,
@@ -45,14 +60,6 @@ pub struct DryRunArgs {
     /// Answer queries from a recording instead of a server (no cluster needed).
     #[arg(long, value_name = "FILE")]
     pub replay: Option<PathBuf>,
-
-    /// Evaluate only the metric with this name.
-    #[arg(long, value_name = "NAME")]
-    pub metric: Option<String>,
-
-    /// Overall time allowed per metric, retries included.
-    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
-    pub timeout: Duration,
 }
 
 /// How results are printed.
@@ -62,14 +69,14 @@ pub enum OutputFormat {
     Json,
 }
 
-fn parse_arg(s: &str) -> Result<(String, String), String> {
+pub(super) fn parse_arg(s: &str) -> Result<(String, String), String> {
     match s.split_once('=') {
         Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
         _ => Err(format!("expected NAME=VALUE, got {s:?}")),
     }
 }
 
-fn parse_time(s: &str) -> Result<DateTime<Utc>, String> {
+pub(super) fn parse_time(s: &str) -> Result<DateTime<Utc>, String> {
     DateTime::parse_from_rfc3339(s)
         .map(|t| t.with_timezone(&Utc))
         .map_err(|e| format!("expected an RFC 3339 time like 2026-11-29T12:00:00Z: {e}"))
@@ -87,40 +94,9 @@ pub fn run(args: DryRunArgs) -> u8 {
 }
 
 fn execute(args: &DryRunArgs) -> Result<u8, String> {
-    let text = std::fs::read_to_string(&args.file)
-        .map_err(|e| format!("cannot read {}: {e}", args.file.display()))?;
-    let source = args.file.display().to_string();
-    let templates = Template::parse_all(&text, &source).map_err(|e| format!("{source}: {e}"))?;
-
-    let mut work: Vec<(String, Metric)> = Vec::new();
-    for template in &templates {
-        let metrics = template
-            .metrics(&args.args)
-            .map_err(|e| format!("{source}: {} {}: {e}", template.kind, template.name))?;
-        for m in metrics {
-            if args.metric.as_deref().is_none_or(|want| want == m.name) {
-                work.push((template.name.clone(), m));
-            }
-        }
-    }
-    if work.is_empty() {
-        return Err(match &args.metric {
-            Some(name) => format!("{source}: no metric named {name:?}"),
-            None => format!("{source}: no metrics"),
-        });
-    }
-
-    let backend = match (&args.replay, &args.record) {
-        (Some(path), _) => Backend::Replay(Replay::load(path).map_err(|e| e.to_string())?),
-        (None, Some(_)) => Backend::Recording(Client::new(), Recorder::new()),
-        (None, None) => Backend::Live(Client::new()),
-    };
-    let mut addresses = AddressPolicy::from_env();
-    if let Some(url) = &args.prometheus {
-        addresses.override_address =
-            Some(check_address("--prometheus", url).map_err(|e| e.to_string())?);
-    }
-    let engine = Engine::new(backend, addresses);
+    let (templates, work) = load_metrics(&args.file, &args.args, args.metric.as_deref())?;
+    let backend = open_backend(args.source.replay.as_deref(), args.source.record.is_some())?;
+    let engine = Engine::new(backend, address_policy(args.source.prometheus.as_deref())?);
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -128,22 +104,83 @@ fn execute(args: &DryRunArgs) -> Result<u8, String> {
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     let rows = runtime.block_on(evaluate_all(&engine, &work, args));
 
-    if let (Some(path), Backend::Recording(_, recorder)) = (&args.record, engine.backend()) {
-        recorder
-            .save(path)
-            .map_err(|e| format!("cannot save the recording: {e}"))?;
-    }
+    save_recording(args.source.record.as_deref(), engine.backend())?;
 
     let overall = Phase::combine(
         rows.iter()
             .filter_map(|r| r.measurement.as_ref().map(|m| m.phase)),
     );
     let show_template = templates.len() > 1;
-    match args.output {
+    match args.source.output {
         OutputFormat::Table => print_table(&rows, overall, show_template),
         OutputFormat::Json => print_json(&rows, overall, args.at),
     }
     Ok(exit_code(overall))
+}
+
+/// Templates and their metrics, each with its template's name.
+pub(super) type Loaded = (Vec<Template>, Vec<(String, Metric)>);
+
+/// The templates of `file` and their metrics (`{{args.*}}` resolved), optionally only `only`.
+/// Shared with `backtest`.
+pub(super) fn load_metrics(
+    file: &Path,
+    args: &[(String, String)],
+    only: Option<&str>,
+) -> Result<Loaded, String> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+    let source = file.display().to_string();
+    let templates = Template::parse_all(&text, &source).map_err(|e| format!("{source}: {e}"))?;
+
+    let mut work: Vec<(String, Metric)> = Vec::new();
+    for template in &templates {
+        let metrics = template
+            .metrics(args)
+            .map_err(|e| format!("{source}: {} {}: {e}", template.kind, template.name))?;
+        for m in metrics {
+            if only.is_none_or(|want| want == m.name) {
+                work.push((template.name.clone(), m));
+            }
+        }
+    }
+    if work.is_empty() {
+        return Err(match only {
+            Some(name) => format!("{source}: no metric named {name:?}"),
+            None => format!("{source}: no metrics"),
+        });
+    }
+    Ok((templates, work))
+}
+
+/// The query backend for `--replay FILE` / `--record` / live. Shared with `backtest`.
+pub(super) fn open_backend(replay: Option<&Path>, record: bool) -> Result<Backend, String> {
+    Ok(match (replay, record) {
+        (Some(path), _) => Backend::Replay(Replay::load(path).map_err(|e| e.to_string())?),
+        (None, true) => Backend::Recording(Client::new(), Recorder::new()),
+        (None, false) => Backend::Live(Client::new()),
+    })
+}
+
+/// The address policy with `--prometheus URL` as the override. Shared with `backtest`.
+pub(super) fn address_policy(prometheus: Option<&str>) -> Result<AddressPolicy, String> {
+    let mut addresses = AddressPolicy::from_env();
+    if let Some(url) = prometheus {
+        addresses.override_address =
+            Some(check_address("--prometheus", url).map_err(|e| e.to_string())?);
+    }
+    Ok(addresses)
+}
+
+/// Saves the recording of a recording backend to `path` (`--record`). Shared with `backtest`.
+pub(super) fn save_recording(path: Option<&Path>, backend: &Backend) -> Result<(), String> {
+    match (path, backend) {
+        (Some(path), Backend::Recording(_, recorder)) => recorder
+            .save(path)
+            .map_err(|e| format!("cannot save the recording: {e}")),
+        (Some(_), Backend::Cached(cache)) => save_recording(path, cache.inner()),
+        _ => Ok(()),
+    }
 }
 
 async fn evaluate_all(engine: &Engine, work: &[(String, Metric)], args: &DryRunArgs) -> Vec<Row> {

@@ -1,5 +1,8 @@
 //! The command line: argument parsing and the subcommands, thin over the engine.
 
+mod backtest;
+mod backtest_plot;
+mod backtest_releases;
 mod dry_run;
 mod output;
 mod plugin_mode;
@@ -12,6 +15,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+pub use backtest::BacktestArgs;
 pub use dry_run::DryRunArgs;
 pub use serve::ServeArgs;
 
@@ -50,6 +54,10 @@ pub enum Command {
     ///
     /// Exit codes: 0 Successful, 1 Failed, 2 Inconclusive (or still waiting), 3 Error or invalid spec.
     DryRun(DryRunArgs),
+    /// Replay an AnalysisTemplate over a past window as one Argo AnalysisRun (see docs/backtest.md).
+    ///
+    /// Exit codes as dry-run, for the run's phase: 0 Successful, 1 Failed, 2 Inconclusive, 3 Error.
+    Backtest(BacktestArgs),
     /// Serve Flagger webhooks and Argo's web provider over HTTP (see docs/serve.md).
     Serve(ServeArgs),
     /// Print a PrometheusRule with the alerts of every fleet metric of an AnalysisTemplate.
@@ -81,6 +89,7 @@ pub fn main() -> ExitCode {
     }
     match cli.command {
         Command::DryRun(args) => ExitCode::from(dry_run::run(args)),
+        Command::Backtest(args) => ExitCode::from(backtest::run(args)),
         Command::Serve(args) => ExitCode::from(serve::run(args, &cli.log_level)),
         Command::Rules(args) => ExitCode::from(rules::run(args)),
     }

@@ -15,7 +15,7 @@ pub struct Row {
 
 /// Prints an aligned table and the overall verdict.
 pub fn print_table(rows: &[Row], overall: Phase, show_template: bool) {
-    let mut lines: Vec<[String; 5]> = vec![[
+    let mut lines: Vec<Vec<String>> = vec![vec![
         "METRIC".into(),
         "KIND".into(),
         "PHASE".into(),
@@ -40,31 +40,9 @@ pub fn print_table(rows: &[Row], overall: Phase, show_template: bool) {
                 format!("{}: not evaluated by rollgate", r.kind),
             ),
         };
-        lines.push([name, r.kind.clone(), phase, value, message]);
+        lines.push(vec![name, r.kind.clone(), phase, value, message]);
     }
-    let widths: Vec<usize> = (0..4)
-        .map(|i| {
-            lines
-                .iter()
-                .map(|l| l[i].chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    for l in &lines {
-        println!(
-            "{:w0$}  {:w1$}  {:w2$}  {:w3$}  {}",
-            l[0],
-            l[1],
-            l[2],
-            l[3],
-            l[4],
-            w0 = widths[0],
-            w1 = widths[1],
-            w2 = widths[2],
-            w3 = widths[3]
-        );
-    }
+    print_columns(&lines);
     println!();
     println!("Overall: {overall}");
 }
@@ -97,11 +75,38 @@ pub fn print_json(rows: &[Row], overall: Phase, at: Option<DateTime<Utc>>) {
     println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
 }
 
-fn shorten(s: &str, max: usize) -> String {
+pub(super) fn shorten(s: &str, max: usize) -> String {
     if s.chars().count() > max {
         let cut: String = s.chars().take(max - 3).collect();
         format!("{cut}...")
     } else {
         s.to_string()
+    }
+}
+
+/// Prints rows as columns separated by two spaces, every column but the last padded to its
+/// widest cell.
+pub(super) fn print_columns(lines: &[Vec<String>]) {
+    let columns = lines.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..columns)
+        .map(|i| {
+            lines
+                .iter()
+                .filter_map(|l| l.get(i))
+                .map(|c| c.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    for l in lines {
+        let mut out = String::new();
+        for (i, cell) in l.iter().enumerate() {
+            if i + 1 == l.len() {
+                out.push_str(cell);
+            } else {
+                out.push_str(&format!("{cell:w$}  ", w = widths[i]));
+            }
+        }
+        println!("{out}");
     }
 }

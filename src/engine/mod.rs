@@ -10,6 +10,7 @@ mod guard;
 mod no_data;
 mod query;
 pub mod result;
+pub mod run;
 mod wait;
 
 use std::collections::BTreeMap;
@@ -319,6 +320,8 @@ fn insufficient(
     opts: &EvalOptions,
     now: DateTime<Utc>,
 ) -> Outcome {
+    // A wait is timed on the evaluation time, so a backtest resumes at the simulated resumeAt.
+    let now = opts.at.unwrap_or(now);
     let fixed = |phase: Phase| {
         format!(
             "too little traffic: {why}; onInsufficient: {} makes this {phase}",

@@ -9,6 +9,7 @@ mod client;
 mod config;
 mod error;
 mod labels;
+mod range_cache;
 mod replay;
 mod request;
 mod response;
@@ -20,6 +21,7 @@ pub use config::{
 };
 pub use error::{Origin, PrometheusError};
 pub use labels::{Iter as LabelsIter, Labels};
+pub use range_cache::{CacheStats, Grid, RangeCache, MAX_POINTS};
 pub use replay::{Recorder, Replay};
 pub use request::QueryRequest;
 pub use response::{parse_response, QueryData, QueryResponse, RangeSeries, Sample, Series};
@@ -35,6 +37,8 @@ pub enum Backend {
     Recording(Client, Recorder),
     /// From a recording; the configured address is ignored.
     Replay(Replay),
+    /// Step-aligned instant queries answered from range fetches (backtests), else the inner one.
+    Cached(std::sync::Arc<RangeCache>),
 }
 
 impl Backend {
@@ -55,6 +59,7 @@ impl Backend {
                     .await
             }
             Backend::Replay(replay) => replay.answer(req),
+            Backend::Cached(cache) => cache.query(cfg, req, deadline).await,
         }
     }
 }

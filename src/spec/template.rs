@@ -59,6 +59,8 @@ pub struct Template {
     pub name: String,
     /// Declared arguments with their default values (`None`: no value, or `valueFrom`).
     pub args: ArgValues,
+    /// `spec.dryRun[].metricName` rules (regular expressions; `*` is every metric).
+    pub dry_run: Vec<String>,
     raw_metrics: Vec<Value>,
 }
 
@@ -134,6 +136,17 @@ impl Template {
                 args.insert(arg_name, value);
             }
         }
+        let mut dry_run = Vec::new();
+        if let Some(list) = spec.get("dryRun") {
+            let Value::Array(items) = list else {
+                return Err(invalid("spec.dryRun", "a list of {metricName}", list));
+            };
+            for (i, item) in items.iter().enumerate() {
+                let mut d = ObjectReader::new(&format!("spec.dryRun[{i}]"), item)?;
+                dry_run.push(d.required_string("metricName", "a metric name or pattern")?);
+                d.finish()?;
+            }
+        }
         let raw_metrics = match spec.get("metrics") {
             Some(Value::Array(items)) if !items.is_empty() => items.clone(),
             Some(other) => {
@@ -154,8 +167,89 @@ impl Template {
             kind,
             name,
             args,
+            dry_run,
             raw_metrics,
         })
+    }
+
+    /// A copy with `value` (a YAML scalar) set at the dotted `path` of metric `metric`, for
+    /// backtest alternatives: Argo's metric keys (`failureLimit`, `successCondition`, ...) on the
+    /// metric, any other key in its provider's spec (`compare.maxIncrease`, `query`).
+    pub fn with_setting(
+        &self,
+        metric: &str,
+        path: &str,
+        value: &str,
+    ) -> Result<Template, SpecError> {
+        const METRIC_KEYS: [&str; 9] = [
+            "interval",
+            "initialDelay",
+            "count",
+            "successCondition",
+            "failureCondition",
+            "failureLimit",
+            "inconclusiveLimit",
+            "consecutiveErrorLimit",
+            "consecutiveSuccessLimit",
+        ];
+        let setting = format!("--set {metric}.{path}");
+        let parsed: Value =
+            serde_yaml_ng::from_str(value).unwrap_or(Value::String(value.to_string()));
+        let mut out = self.clone();
+        let raw = out
+            .raw_metrics
+            .iter_mut()
+            .find(|m| m.get("name").and_then(Value::as_str) == Some(metric))
+            .ok_or_else(|| SpecError::Missing {
+                path: setting.clone(),
+                hint: format!("the template has no metric named {metric:?}"),
+            })?;
+        let keys: Vec<&str> = path.split('.').collect();
+        let mut target = if METRIC_KEYS.contains(&keys[0]) {
+            raw
+        } else {
+            let provider = raw.get_mut("provider").ok_or_else(|| SpecError::Missing {
+                path: setting.clone(),
+                hint: "the metric has no provider".into(),
+            })?;
+            match provider {
+                Value::Object(p) if p.contains_key("plugin") => match p.get_mut("plugin") {
+                    Some(Value::Object(plugin)) if plugin.len() == 1 => plugin
+                        .values_mut()
+                        .next()
+                        .ok_or_else(|| invalid(&setting, "a plugin spec", &Value::Null))?,
+                    other => {
+                        return Err(invalid(
+                            &setting,
+                            "one plugin spec",
+                            &other.cloned().unwrap_or_default(),
+                        ))
+                    }
+                },
+                Value::Object(p) => p
+                    .values_mut()
+                    .next()
+                    .ok_or_else(|| invalid(&setting, "a provider", &Value::Null))?,
+                other => return Err(invalid(&setting, "a provider object", other)),
+            }
+        };
+        for (i, key) in keys.iter().enumerate() {
+            let Value::Object(map) = target else {
+                return Err(invalid(&setting, "an object on the way to the key", target));
+            };
+            if i + 1 == keys.len() {
+                map.insert((*key).to_string(), parsed);
+                return Ok(out);
+            }
+            target = map
+                .entry((*key).to_string())
+                .or_insert_with(|| Value::Object(Default::default()));
+        }
+        Err(invalid(
+            &setting,
+            "METRIC.KEY[.KEY...]=VALUE",
+            &Value::String(path.to_string()),
+        ))
     }
 
     /// The metrics with `{{args.*}}` resolved from the defaults and `overrides`, validated.

@@ -1,0 +1,175 @@
+//! `rollgate backtest` over 7 days at `interval: 1m` (10,080 checks per metric) of a guarded
+//! query metric and a ratio compare metric, against a real Prometheus with generated data:
+//! batched (range queries) versus one instant query per check and query, same binary, same
+//! data, same run. Prints both times, their ratio (target >= 50x), checks per second, whether
+//! the measurements are identical, and the peak resident memory of each run (an upper bound of
+//! its peak heap; target <= 100 MB), read with `/usr/bin/time -f %M`.
+//!
+//! `cargo bench --bench backtest`
+
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use support::prom::PromServer;
+use support::scenarios::{base_now, push_sample, times, Dataset};
+
+const BIN: &str = env!("CARGO_BIN_EXE_rollgate");
+const DAYS: i64 = 7;
+const STEP: i64 = 60;
+
+/// `bench_requests_total{track, code}`: canary and stable at 50 ok/s and 0.25 errors/s.
+fn dataset(base: i64) -> String {
+    let mut ds = Dataset::new();
+    let buf = ds.family("bench_requests", "counter");
+    for track in ["canary", "stable"] {
+        let (mut ok, mut err) = (0.0f64, 0.0f64);
+        for t in times(base, -(DAYS * 86_400 + 3600), 0, STEP) {
+            push_sample(
+                buf,
+                "bench_requests_total",
+                &[("track", track), ("code", "200")],
+                ok,
+                t,
+            );
+            push_sample(
+                buf,
+                "bench_requests_total",
+                &[("track", track), ("code", "500")],
+                err,
+                t,
+            );
+            ok += 50.0 * STEP as f64;
+            err += 0.25 * STEP as f64;
+        }
+    }
+    ds.finish()
+}
+
+fn template(address: &str) -> String {
+    let q = |track: &str, bad: bool| {
+        let code = if bad { ",code=\"500\"" } else { "" };
+        format!("sum(increase(bench_requests_total{{track=\"{track}\"{code}}}[5m]))")
+    };
+    format!(
+        r#"apiVersion: argoproj.io/v1alpha1
+kind: AnalysisTemplate
+metadata: {{name: bench}}
+spec:
+  metrics:
+  - name: error-rate
+    interval: 1m
+    failureLimit: 100000
+    successCondition: result[0] < 0.02
+    provider:
+      plugin:
+        rollgate/analysis:
+          prometheus: {{address: "{address}"}}
+          query: sum(rate(bench_requests_total{{track="canary",code="500"}}[5m])) / sum(rate(bench_requests_total{{track="canary"}}[5m]))
+          minRequests: {{query: '{total}', count: 300}}
+          noData: inconclusive
+  - name: canary-vs-stable
+    interval: 1m
+    failureLimit: 100000
+    inconclusiveLimit: 100000
+    provider:
+      plugin:
+        rollgate/analysis:
+          prometheus: {{address: "{address}"}}
+          compare:
+            canary: {{bad: '{cb}', total: '{ct}'}}
+            stable: {{bad: '{sb}', total: '{st}'}}
+            maxIncrease: 0.2
+          noData: inconclusive
+"#,
+        total = q("canary", false),
+        cb = q("canary", true),
+        ct = q("canary", false),
+        sb = q("stable", true),
+        st = q("stable", false),
+    )
+}
+
+/// Runs the backtest; returns its JSON, wall time and peak RSS in MB.
+fn run(file: &std::path::Path, from: &str, to: &str, extra: &[&str]) -> (Value, Duration, f64) {
+    let rss = tempfile::NamedTempFile::new().unwrap();
+    let started = Instant::now();
+    let out = Command::new("/usr/bin/time")
+        .args([
+            "-f",
+            "%M",
+            "-o",
+            rss.path().to_str().unwrap(),
+            BIN,
+            "backtest",
+            "-f",
+        ])
+        .arg(file)
+        .args(["--from", from, "--to", to, "-o", "json"])
+        .args(extra)
+        .output()
+        .expect("run rollgate under /usr/bin/time");
+    let took = started.elapsed();
+    assert!(
+        out.status.code().is_some_and(|c| c < 3),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let kb: f64 = std::fs::read_to_string(rss.path())
+        .unwrap()
+        .trim()
+        .lines()
+        .last()
+        .unwrap()
+        .parse()
+        .unwrap();
+    (
+        serde_json::from_slice(&out.stdout).unwrap(),
+        took,
+        kb / 1024.0,
+    )
+}
+
+fn main() {
+    let base = base_now();
+    let prom = PromServer::start(base, &dataset(base));
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bench.yaml");
+    std::fs::write(&file, template(&prom.url)).unwrap();
+    let rfc = |s: i64| {
+        chrono::DateTime::from_timestamp(s, 0)
+            .unwrap()
+            .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+    };
+    let (from, to) = (rfc(base - DAYS * 86_400), rfc(base));
+
+    let (batched, t_batched, rss_batched) = run(&file, &from, &to, &[]);
+    let (instant, t_instant, rss_instant) = run(&file, &from, &to, &["--no-batch"]);
+    let checks = batched["timeline"].as_array().map_or(0, Vec::len);
+    let identical =
+        batched["timeline"] == instant["timeline"] && batched["metrics"] == instant["metrics"];
+    println!(
+        "backtest: 7 days at 1m, 2 metrics, {checks} checks; phase {}",
+        batched["phase"]
+    );
+    println!(
+        "  batched  {:>8.2} s  {:>9.0} checks/s  peak RSS {rss_batched:.1} MB  {}",
+        t_batched.as_secs_f64(),
+        checks as f64 / t_batched.as_secs_f64(),
+        batched["queries"]
+    );
+    println!(
+        "  instant  {:>8.2} s  {:>9.0} checks/s  peak RSS {rss_instant:.1} MB",
+        t_instant.as_secs_f64(),
+        checks as f64 / t_instant.as_secs_f64()
+    );
+    println!(
+        "  ratio {:.1}x (target >= 50x); identical measurements: {identical}; peak RSS (upper bound of heap) {rss_batched:.1} MB (target <= 100 MB)",
+        t_instant.as_secs_f64() / t_batched.as_secs_f64()
+    );
+    assert!(identical, "batched and instant measurements differ");
+}
