@@ -456,14 +456,17 @@ async fn measure_task(
     match (task.kind, previous) {
         (TaskKind::Terminate, Some(prev)) => engine.terminate(prev),
         (TaskKind::Resume, Some(prev)) => {
+            // The engine times a wait on the real clock (as Argo's Resume comes in real time):
+            // hand it the wait's start shifted to real time, and map resumeAt back.
+            let waited = now - prev.started_at;
             let opts = eval_options(
                 now,
                 args.from,
-                Some(prev.started_at),
+                Some(Utc::now() - waited),
                 result.measurements.len() - 1,
                 args.timeout,
             );
-            engine.measure(metric, &opts).await
+            to_simulated(engine.measure(metric, &opts).await, now)
         }
         _ => {
             let opts = eval_options(
@@ -473,9 +476,20 @@ async fn measure_task(
                 result.measurements.len(),
                 args.timeout,
             );
-            engine.measure(metric, &opts).await
+            to_simulated(engine.measure(metric, &opts).await, now)
         }
     }
+}
+
+/// Maps a measurement's real-time `resumeAt` to simulated time (whole seconds, as Argo's
+/// `metav1.Time` stores it).
+fn to_simulated(mut m: Measurement, now: DateTime<Utc>) -> Measurement {
+    if let Some(real) = m.resume_at {
+        let after = (real - m.started_at).num_milliseconds();
+        let secs = (after + 500).div_euclid(1000);
+        m.resume_at = Some(now + chrono::Duration::seconds(secs));
+    }
+    m
 }
 
 fn rfc3339(t: DateTime<Utc>) -> String {

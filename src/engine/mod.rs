@@ -320,8 +320,6 @@ fn insufficient(
     opts: &EvalOptions,
     now: DateTime<Utc>,
 ) -> Outcome {
-    // A wait is timed on the evaluation time, so a backtest resumes at the simulated resumeAt.
-    let now = opts.at.unwrap_or(now);
     let fixed = |phase: Phase| {
         format!(
             "too little traffic: {why}; onInsufficient: {} makes this {phase}",
