@@ -350,21 +350,20 @@ fn grids(metrics: &[RunMetric], from: DateTime<Utc>, to: DateTime<Utc>) -> Vec<G
     out
 }
 
-/// The options of the measurement taken at `at` in a run started at `started`, after `taken`
-/// completed measurements of the metric.
-///
-/// LEAD: this is the single place where a check's position in its run is passed to the engine;
-/// wire the "measurements already taken" field of `EvalOptions` here from `taken`.
+/// The options of the measurement taken at `at` in a run started at `started`, after `counted`
+/// measurements of the metric that count towards Argo's `count` (its `MetricResult.Count`:
+/// completed, not Error), which places a compare check exactly in its run.
 fn eval_options(
     at: DateTime<Utc>,
     started: DateTime<Utc>,
     waiting_since: Option<DateTime<Utc>>,
-    _taken: usize,
+    counted: i64,
     budget: Duration,
 ) -> EvalOptions {
     EvalOptions {
         at: Some(at),
         run_started_at: Some(started),
+        checks_done: Some(u32::try_from(counted.max(0)).unwrap_or(u32::MAX)),
         waiting_since,
         ..EvalOptions::with_budget(budget)
     }
@@ -463,7 +462,7 @@ async fn measure_task(
                 now,
                 args.from,
                 Some(Utc::now() - waited),
-                result.measurements.len() - 1,
+                result.count,
                 args.timeout,
             );
             to_simulated(engine.measure(metric, &opts).await, now)
@@ -473,7 +472,7 @@ async fn measure_task(
                 now,
                 args.from,
                 None,
-                result.measurements.len(),
+                result.count,
                 args.timeout,
             );
             to_simulated(engine.measure(metric, &opts).await, now)

@@ -199,10 +199,14 @@ impl RangeCache {
         };
         self.fetches.fetch_add(1, Ordering::Relaxed);
         match Box::pin(self.inner.query(cfg, &req, deadline)).await {
+            // Only a clean answer is reused: warnings or info notes belong to the query as
+            // sent, and an instant answer built from the matrix would lose them.
             Ok(QueryResponse {
                 data: QueryData::Matrix(series),
                 warnings,
-            }) if warnings.is_empty() => Some(Arc::new(series)),
+                infos,
+                ..
+            }) if warnings.is_empty() && infos.is_empty() => Some(Arc::new(series)),
             _ => None,
         }
     }
@@ -240,5 +244,7 @@ fn answer_at(
     Some(QueryResponse {
         data,
         warnings: Vec::new(),
+        infos: Vec::new(),
+        histogram_only: Vec::new(),
     })
 }

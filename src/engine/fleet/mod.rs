@@ -67,8 +67,16 @@ impl Engine {
         no_data: NoDataPolicy,
         config: &PrometheusConfig,
         opts: &EvalOptions,
-        _started_at: DateTime<Utc>,
+        started_at: DateTime<Utc>,
     ) -> Outcome {
+        // Every query of the gate reads the same instant: the versions query and the one that
+        // removes terminal pods from it must see the same pods, or a pod that ended between the
+        // two would read as a straggler.
+        let pinned = EvalOptions {
+            at: Some(opts.at.unwrap_or(started_at)),
+            ..opts.clone()
+        };
+        let opts = &pinned;
         let mut out = Outcome::new();
         describe(spec, &mut out.metadata);
         let queries = FleetQueries::new(spec);
