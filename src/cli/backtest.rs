@@ -468,13 +468,7 @@ async fn measure_task(
             to_simulated(engine.measure(metric, &opts).await, now)
         }
         _ => {
-            let opts = eval_options(
-                now,
-                args.from,
-                None,
-                result.count,
-                args.timeout,
-            );
+            let opts = eval_options(now, args.from, None, result.count, args.timeout);
             to_simulated(engine.measure(metric, &opts).await, now)
         }
     }
