@@ -18,6 +18,15 @@ pub enum Phase {
 }
 
 impl Phase {
+    /// Every phase, in declaration order (legends, tables, exhaustive tests).
+    pub const ALL: [Phase; 5] = [
+        Phase::Successful,
+        Phase::Failed,
+        Phase::Inconclusive,
+        Phase::Error,
+        Phase::Running,
+    ];
+
     /// Argo's spelling of the phase, as it travels on every wire.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -123,13 +132,7 @@ mod tests {
 
     #[test]
     fn phase_round_trips_through_argo_spelling() {
-        for p in [
-            Phase::Successful,
-            Phase::Failed,
-            Phase::Inconclusive,
-            Phase::Error,
-            Phase::Running,
-        ] {
+        for p in Phase::ALL {
             assert_eq!(Phase::parse(p.as_str()), Some(p));
         }
         assert_eq!(Phase::parse("Pending"), None);

@@ -216,13 +216,7 @@ pub(super) fn write(
     }
     // Legend.
     let mut x = LEFT;
-    for p in [
-        Phase::Successful,
-        Phase::Failed,
-        Phase::Inconclusive,
-        Phase::Error,
-        Phase::Running,
-    ] {
+    for p in Phase::ALL {
         doc = doc
             .add(
                 Circle::new()

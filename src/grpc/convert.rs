@@ -274,13 +274,7 @@ mod tests {
 
     #[test]
     fn phases_map_both_ways_and_refuse_unset_or_unknown() {
-        for p in [
-            Phase::Successful,
-            Phase::Failed,
-            Phase::Inconclusive,
-            Phase::Error,
-            Phase::Running,
-        ] {
+        for p in Phase::ALL {
             let raw: i32 = phase_to_pb(p).into();
             assert_eq!(phase_from_pb("p", raw).unwrap(), p);
         }
