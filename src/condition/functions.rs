@@ -436,7 +436,7 @@ pub(crate) fn apply<'a>(
             let n = nums.len();
             let m = match (
                 nums.get(n / 2),
-                n.checked_sub(1).and_then(|_| nums.get(n / 2 - 1)),
+                (n / 2).checked_sub(1).and_then(|i| nums.get(i)),
             ) {
                 (Some(hi), _) if n % 2 == 1 => *hi,
                 (Some(hi), Some(lo)) => (lo + hi) / 2.0,
