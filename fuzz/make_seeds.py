@@ -57,6 +57,8 @@ def session(control_bytes, plugin_bytes):
     s = hdr(WINDOW, SYN, 1, 0) + data(1, control_bytes)
     s += hdr(WINDOW, SYN, 3, 0) + hdr(WINDOW, FIN, 3, 0)
     s += hdr(WINDOW, SYN, 5, 0) + hdr(WINDOW, FIN, 5, 0)
+    # The host opens the plugin stream once Dispense has answered (fuzz_targets/plugin_session.rs).
+    s += b"--settle--"
     s += hdr(WINDOW, SYN, 7, 0) + data(7, struct.pack("<I", 1) + plugin_bytes)
     s += hdr(PING, SYN, 0, 7) + hdr(WINDOW, FIN, 7, 0) + hdr(WINDOW, FIN, 1, 0)
     return s

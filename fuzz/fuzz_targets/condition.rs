@@ -19,7 +19,11 @@ fuzz_target!(|data: &[u8]| {
     };
     let result = match serde_json::from_slice::<serde_json::Value>(rest) {
         Ok(json) => Value::from(&json),
-        Err(_) => Value::Array(vec![Value::Float(0.5), Value::Int(4), Value::Float(f64::NAN)]),
+        Err(_) => Value::Array(vec![
+            Value::Float(0.5),
+            Value::Int(4),
+            Value::Float(f64::NAN),
+        ]),
     };
     let start = Instant::now();
     let Ok(cond) = Condition::compile(src) else {
@@ -27,11 +31,18 @@ fuzz_target!(|data: &[u8]| {
     };
     let first = cond.evaluate(&result);
     let again = cond.evaluate(&result);
-    assert_eq!(format!("{first:?}"), format!("{again:?}"), "evaluation is not deterministic");
+    assert_eq!(
+        format!("{first:?}"),
+        format!("{again:?}"),
+        "evaluation is not deterministic"
+    );
     if let Ok(b) = first {
         // `evaluate` is `evaluate_value` read as a boolean.
         let v = cond.evaluate_value(&result);
-        assert!(v.is_ok(), "evaluate gave {b} but evaluate_value failed: {v:?}");
+        assert!(
+            v.is_ok(),
+            "evaluate gave {b} but evaluate_value failed: {v:?}"
+        );
     }
     assert!(
         start.elapsed() < Duration::from_secs(2),

@@ -17,5 +17,9 @@ fuzz_target!(|data: &[u8]| {
         format!("{calls:?} {err:?}")
     });
     let (calls, err) = decode_request_stream(data);
-    assert_eq!(first, format!("{calls:?} {err:?}"), "decoding is not deterministic");
+    assert_eq!(
+        first,
+        format!("{calls:?} {err:?}"),
+        "decoding is not deterministic"
+    );
 });

@@ -1,8 +1,7 @@
 //! gRPC: the protobuf request of every `rollgate.v1.MetricProviderService` method, decoded
 //! with prost and served by the real service (convert layer, spec reading, engine) on an
 //! empty Replay backend. Input: one byte choosing the method, then the message.
-//! Invariants: no panic; with no recorded data, Run and Analyze never answer Successful;
-//! a refusal is INVALID_ARGUMENT/NOT_FOUND/DEADLINE-style status with a message.
+//! Invariants: no panic; with no recorded data, Run and Analyze never answer Successful.
 #![no_main]
 
 use std::sync::{Arc, OnceLock};
@@ -24,7 +23,10 @@ fn setup() -> &'static (tokio::runtime::Runtime, MetricProvider) {
             .build()
             .expect("runtime");
         let replay = Replay::from_json(r#"{"version":1,"entries":[]}"#).expect("empty replay");
-        let engine = Arc::new(Engine::new(Backend::Replay(replay), AddressPolicy::default()));
+        let engine = Arc::new(Engine::new(
+            Backend::Replay(replay),
+            AddressPolicy::default(),
+        ));
         let options = ServiceOptions {
             allow_server_files: false,
             ..ServiceOptions::default()
@@ -77,7 +79,11 @@ fuzz_target!(|data: &[u8]| {
                 if let Ok(req) = pb::AnalyzeRequest::decode(msg) {
                     if let Ok(r) = svc.analyze(Request::new(req)).await {
                         let p = phase(&r.get_ref().measurement);
-                        assert_ne!(p, Some(successful), "Analyze Successful with no data: {r:?}");
+                        assert_ne!(
+                            p,
+                            Some(successful),
+                            "Analyze Successful with no data: {r:?}"
+                        );
                     }
                 }
             }

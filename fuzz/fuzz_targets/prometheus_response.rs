@@ -56,7 +56,11 @@ fn first_value(d: &QueryData) -> Option<f64> {
     match d {
         QueryData::Scalar(s) => Some(s.value),
         QueryData::Vector(v) => v.first().map(|s| s.sample.value),
-        QueryData::Matrix(m) => m.iter().flat_map(|s| s.samples.iter()).next().map(|s| s.value),
+        QueryData::Matrix(m) => m
+            .iter()
+            .flat_map(|s| s.samples.iter())
+            .next()
+            .map(|s| s.value),
     }
 }
 

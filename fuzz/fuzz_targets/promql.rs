@@ -13,12 +13,24 @@ fuzz_target!(|data: &[u8]| {
     };
     let start = Instant::now();
     let first = check_promql("query", q);
-    assert!(start.elapsed() < Duration::from_secs(2), "{} bytes took {:?}", q.len(), start.elapsed());
+    assert!(
+        start.elapsed() < Duration::from_secs(2),
+        "{} bytes took {:?}",
+        q.len(),
+        start.elapsed()
+    );
     let again = check_promql("query", q);
     assert_eq!(first.is_ok(), again.is_ok());
     if first.is_ok() {
-        assert!(q.len() <= 16 * 1024, "a {}-byte query was accepted", q.len());
+        assert!(
+            q.len() <= 16 * 1024,
+            "a {}-byte query was accepted",
+            q.len()
+        );
     } else if let Err(e) = first {
-        assert!(e.to_string().contains("query"), "error does not name the key: {e}");
+        assert!(
+            e.to_string().contains("query"),
+            "error does not name the key: {e}"
+        );
     }
 });

@@ -11,8 +11,14 @@ use rollgate::serve::templates::TemplateSet;
 use rollgate::serve::web_provider::parse_request;
 
 fn check_refusal(what: &str, status: u16, message: &str) {
-    assert!((400..500).contains(&status), "{what}: refused with {status}: {message}");
-    assert!(!message.trim().is_empty(), "{what}: refused with an empty message");
+    assert!(
+        (400..500).contains(&status),
+        "{what}: refused with {status}: {message}"
+    );
+    assert!(
+        !message.trim().is_empty(),
+        "{what}: refused with an empty message"
+    );
 }
 
 fuzz_target!(|data: &[u8]| {

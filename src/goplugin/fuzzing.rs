@@ -68,7 +68,9 @@ pub fn decode_request_stream(bytes: &[u8]) -> (Vec<DecodedCall>, Option<GobError
                     m if m.starts_with("Plugin.") => plugin
                         .feed(m, &mut dec, msg)
                         .map(|s| map(s, |c| c.map(|c| format!("{c:?}")))),
-                    _ => dec.feed::<Ignored>(msg).map(|s| map(s, |_| Ok("ignored".into()))),
+                    _ => dec
+                        .feed::<Ignored>(msg)
+                        .map(|s| map(s, |_| Ok("ignored".into()))),
                 };
                 (h, r)
             }
@@ -109,9 +111,12 @@ pub struct SessionOutcome {
 
 /// Serves one plugin session (yamux, the control and dispenser services, net/rpc, the
 /// `Plugin` service with a handler that answers at once) on an in-memory connection: writes
-/// `input`, closes the write side, and reads everything the server answers until the session
-/// ends or `budget` runs out.
-pub async fn serve_session_bytes(input: &[u8], budget: Duration) -> SessionOutcome {
+/// each chunk of `input` and lets the server answer for 100 ms after each (as a host waits for
+/// the `Dispense` answer before opening the stream), closes the write side, and reads
+/// everything the server answers until the session ends or `budget` (counted from the input's
+/// end) runs out. On a runtime with a paused clock
+/// the 100 ms pass as soon as every task is idle.
+pub async fn serve_session_bytes(input: &[&[u8]], budget: Duration) -> SessionOutcome {
     let (server_io, mut client) = tokio::io::duplex(64 * 1024);
     let (quit, _quit_rx) = watch::channel(false);
     let session = tokio::spawn(super::server::serve_session(
@@ -121,7 +126,11 @@ pub async fn serve_session_bytes(input: &[u8], budget: Duration) -> SessionOutco
     ));
     let (mut rd, mut wr) = tokio::io::split(&mut client);
     let write = async {
-        let _ = wr.write_all(input).await;
+        for chunk in input {
+            let _ = wr.write_all(chunk).await;
+            // Closing at once would end the session before its streams answer.
+            tokio::time::sleep(SETTLE).await;
+        }
         let _ = wr.shutdown().await;
     };
     let mut written = 0usize;
@@ -134,7 +143,8 @@ pub async fn serve_session_bytes(input: &[u8], budget: Duration) -> SessionOutco
             written += n;
         }
     };
-    let ended = tokio::time::timeout(budget, async {
+    let settling = SETTLE.saturating_mul(u32::try_from(input.len()).unwrap_or(u32::MAX));
+    let ended = tokio::time::timeout(budget.saturating_add(settling), async {
         tokio::join!(write, read);
         let _ = session.await;
     })
@@ -142,6 +152,9 @@ pub async fn serve_session_bytes(input: &[u8], budget: Duration) -> SessionOutco
     .is_ok();
     SessionOutcome { written, ended }
 }
+
+/// How long the server may answer after each chunk of input.
+const SETTLE: Duration = Duration::from_millis(100);
 
 /// A handler that answers every call at once.
 struct Idle;
@@ -157,9 +170,17 @@ impl MetricProviderHandler for Idle {
         m
     }
     async fn terminate(&self, _: AnalysisRunRef, _: ArgoMetric, m: Measurement) -> Measurement {
-        Measurement { phase: Phase::Successful, ..m }
+        Measurement {
+            phase: Phase::Successful,
+            ..m
+        }
     }
-    async fn garbage_collect(&self, _: AnalysisRunRef, _: ArgoMetric, _: i64) -> Result<(), String> {
+    async fn garbage_collect(
+        &self,
+        _: AnalysisRunRef,
+        _: ArgoMetric,
+        _: i64,
+    ) -> Result<(), String> {
         Ok(())
     }
     fn type_name(&self) -> String {
