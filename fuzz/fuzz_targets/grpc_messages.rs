@@ -40,6 +40,7 @@ fn phase(m: &Option<pb::Measurement>) -> Option<i32> {
 }
 
 fuzz_target!(|data: &[u8]| {
+    fuzz_support::caught_panics_are_not_crashes();
     let Some((&sel, msg)) = data.split_first() else {
         return;
     };

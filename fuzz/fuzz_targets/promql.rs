@@ -8,6 +8,7 @@ use libfuzzer_sys::fuzz_target;
 use rollgate::spec::check_promql;
 
 fuzz_target!(|data: &[u8]| {
+    fuzz_support::caught_panics_are_not_crashes();
     let Ok(q) = std::str::from_utf8(data) else {
         return;
     };

@@ -22,6 +22,7 @@ fn check_refusal(what: &str, status: u16, message: &str) {
 }
 
 fuzz_target!(|data: &[u8]| {
+    fuzz_support::caught_panics_are_not_crashes();
     let templates = TemplateSet::default();
     match parse_request(data) {
         Ok((sel, args)) => {

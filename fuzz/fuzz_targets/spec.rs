@@ -7,6 +7,7 @@ use libfuzzer_sys::fuzz_target;
 use rollgate::spec::{parse_request_yaml, MetricSpec};
 
 fuzz_target!(|data: &[u8]| {
+    fuzz_support::caught_panics_are_not_crashes();
     if let Ok(spec) = MetricSpec::from_json_bytes(data) {
         let again = MetricSpec::from_json_bytes(data).expect("an accepted spec re-validates");
         assert_eq!(spec, again);

@@ -7,6 +7,7 @@ use libfuzzer_sys::fuzz_target;
 use rollgate::spec::Template;
 
 fuzz_target!(|data: &[u8]| {
+    fuzz_support::caught_panics_are_not_crashes();
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };

@@ -44,6 +44,15 @@ fn grew(n: usize) {
     PEAK.fetch_max(live, Ordering::Relaxed);
 }
 
+/// libfuzzer-sys makes every panic abort, even one the code under test catches on purpose
+/// (rollgate turns a panic of the PromQL parser into an invalid-query error). This restores
+/// the default hook: a panic that escapes the target still aborts (libfuzzer-sys catches it
+/// and aborts), a caught one is only printed.
+pub fn caught_panics_are_not_crashes() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| drop(std::panic::take_hook()));
+}
+
 /// Starts a measurement: the peak becomes the bytes live now.
 pub fn reset_peak() -> usize {
     let live = LIVE.load(Ordering::Relaxed);
