@@ -9,6 +9,8 @@
 
 mod argo;
 mod broker;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod gob;
 mod handshake;
 mod netrpc;

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::net::{UnixListener, UnixStream};
+use tokio::net::UnixListener;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
@@ -125,11 +125,11 @@ async fn quit_requested(rx: &mut watch::Receiver<bool>) {
 }
 
 /// Serves one host connection until it ends.
-async fn serve_session<H: MetricProviderHandler>(
-    handler: Arc<H>,
-    io: UnixStream,
-    quit: watch::Sender<bool>,
-) {
+pub(crate) async fn serve_session<H, T>(handler: Arc<H>, io: T, quit: watch::Sender<bool>)
+where
+    H: MetricProviderHandler,
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + 'static,
+{
     let mut session = Session::server(io);
     let dispensed = Arc::new(Dispensed::default());
     let control = Arc::new(ControlService {

@@ -18,7 +18,7 @@ use tokio::task::JoinHandle;
 
 /// Every stream's window when it opens (and the most it grows back to).
 pub(crate) const INITIAL_WINDOW: u32 = 256 * 1024;
-const HEADER_SIZE: usize = 12;
+pub(crate) const HEADER_SIZE: usize = 12;
 const VERSION: u8 = 0;
 
 const TYPE_DATA: u8 = 0;

@@ -47,7 +47,10 @@ pub(crate) fn parse_promql<T: Send>(
     }
     let parse = || promql_parser::parser::parse(query).map(read);
     let parsed = if query.len() <= SHALLOW_QUERY_BYTES {
-        parse()
+        // promql-parser panics on some inputs (a range like `[4444…445]` overflows a Duration;
+        // found by fuzz/promql): a panic there is an invalid query, not a crash.
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(parse))
+            .unwrap_or_else(|_| Err("the PromQL parser panicked".into()))
     } else {
         std::thread::scope(|scope| {
             std::thread::Builder::new()
@@ -73,6 +76,15 @@ pub(crate) fn parse_promql<T: Send>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by fuzz/promql (fuzz/corpus/promql/regression-range-duration-overflow): the parser
+    /// panicked on a range duration that overflows.
+    #[test]
+    fn a_parser_panic_is_an_invalid_query() {
+        let q = "sum(rate(borate(boomla[5])) / -n(omla[4444444444444444444444444444444444444444444444444444444444444444444445])) / -n(job) ";
+        let err = check_promql("query", q).unwrap_err().to_string();
+        assert!(err.contains("query") && err.contains("panicked"), "{err}");
+    }
 
     #[test]
     fn accepts_typical_queries() {
