@@ -142,11 +142,17 @@ impl RangeCache {
         };
         let value_type = {
             let mut types = self.types.lock().ok()?;
-            *types.entry(query.clone()).or_insert_with(|| {
-                promql_parser::parser::parse(query)
-                    .ok()
-                    .map(|e| e.value_type())
-            })
+            // Looked up by reference first: the key is cloned once per query, not per check.
+            match types.get(query.as_str()) {
+                Some(known) => *known,
+                None => {
+                    let parsed = promql_parser::parser::parse(query)
+                        .ok()
+                        .map(|e| e.value_type());
+                    types.insert(query.clone(), parsed);
+                    parsed
+                }
+            }
         }?;
         if !matches!(value_type, ValueType::Vector | ValueType::Scalar) {
             return None;
