@@ -5,7 +5,8 @@
 //! the measurements are identical, and the peak resident memory of each run (an upper bound of
 //! its peak heap; target <= 100 MB), read with `/usr/bin/time -f %M`.
 //!
-//! `cargo bench --bench backtest`
+//! `cargo bench --bench backtest`; `BPERF_OUT=/tmp/b.data cargo bench --bench backtest` records
+//! the batched run with `perf record` (cpu-clock, DWARF call graphs) for `perf report -i`.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -97,7 +98,27 @@ spec:
 fn run(file: &std::path::Path, from: &str, to: &str, extra: &[&str]) -> (Value, Duration, f64) {
     let rss = tempfile::NamedTempFile::new().unwrap();
     let started = Instant::now();
-    let out = Command::new("/usr/bin/time")
+    let mut cmd = match std::env::var("BPERF_OUT") {
+        Ok(o) if extra.is_empty() => {
+            let mut c = Command::new("perf");
+            c.args([
+                "record",
+                "-e",
+                "cpu-clock",
+                "-F",
+                "4000",
+                "--call-graph",
+                "dwarf,16384",
+                "-o",
+                &o,
+                "--",
+                "/usr/bin/time",
+            ]);
+            c
+        }
+        _ => Command::new("/usr/bin/time"),
+    };
+    let out = cmd
         .args([
             "-f",
             "%M",
