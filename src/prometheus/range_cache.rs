@@ -73,6 +73,9 @@ impl Source {
 /// One fetched chunk: the matrix, or `None` when it cannot serve (error, warnings).
 type Chunk = Option<Arc<Vec<RangeSeries>>>;
 
+/// A chunk's cell, fetched once, with where it comes from.
+type Sourced = (Source, Arc<OnceCell<Chunk>>);
+
 /// How many instant queries were answered from range data and how many went through.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CacheStats {
@@ -86,7 +89,7 @@ pub struct RangeCache {
     inner: Backend,
     grids: Vec<Grid>,
     /// Chunks by query, then by source: looked up by reference, so a check allocates no key.
-    chunks: Mutex<HashMap<String, Vec<(Source, Arc<OnceCell<Chunk>>)>>>,
+    chunks: Mutex<HashMap<String, Vec<Sourced>>>,
     /// Each query's PromQL value type, parsed once (`None`: does not parse).
     types: Mutex<HashMap<String, Option<ValueType>>>,
     served: AtomicU64,
