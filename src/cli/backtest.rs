@@ -3,7 +3,7 @@
 //! This module only translates: the run rules are `engine::run`, every measurement is
 //! `Engine::measure` at the simulated time, and batching is the `RangeCache` backend layer.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,6 +11,7 @@ use std::time::Duration;
 use chrono::{DateTime, SecondsFormat, Utc};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde::Serialize;
 use serde_json::json;
 
 use crate::engine::run::{
@@ -406,14 +407,14 @@ pub(super) async fn simulate(
         .await;
         progress.inc(measured.len() as u64);
         progress.set_message(now.format("%Y-%m-%d %H:%M").to_string());
-        for (task, m) in tasks.into_iter().zip(measured) {
-            // The timeline keeps what it prints; metadata stays out (it is most of the size).
-            let mut shown = m.clone();
-            shown.metadata = Default::default();
+        for (task, mut m) in tasks.into_iter().zip(measured) {
+            // Neither the run rules nor the output read metadata, and over a long window it is
+            // most of the memory: drop it before the measurement is kept (twice).
+            m.metadata = Default::default();
             timeline.push(Event {
                 time: now,
                 metric: sim.metrics()[task.metric].name.clone(),
-                measurement: shown,
+                measurement: m.clone(),
             });
             sim.record(task, m, now);
         }
@@ -611,18 +612,16 @@ fn print_json(o: &Outcome, args: &Window, backend: &Backend) {
             })
         })
         .collect();
-    let timeline: Vec<_> = o
+    let timeline: Vec<TimelineLine<'_>> = o
         .timeline
         .iter()
-        .map(|e| {
-            json!({
-                "time": rfc3339(e.time),
-                "metric": e.metric,
-                "phase": e.measurement.phase.as_str(),
-                "value": e.measurement.value,
-                "message": e.measurement.message,
-                "resumeAt": e.measurement.resume_at.map(rfc3339),
-            })
+        .map(|e| TimelineLine {
+            message: &e.measurement.message,
+            metric: &e.metric,
+            phase: e.measurement.phase.as_str(),
+            resume_at: e.measurement.resume_at.map(rfc3339),
+            time: rfc3339(e.time),
+            value: &e.measurement.value,
         })
         .collect();
     let skipped: Vec<_> = o
@@ -630,24 +629,59 @@ fn print_json(o: &Outcome, args: &Window, backend: &Backend) {
         .iter()
         .map(|(name, provider)| json!({"name": name, "provider": provider, "phase": "Skipped"}))
         .collect();
-    let doc = json!({
-        "phase": o.sim.phase().as_str(),
-        "from": rfc3339(args.from),
-        "to": rfc3339(args.to),
-        "endedAt": rfc3339(o.ended_at),
-        "terminatedAtWindowEnd": o.terminated_at_end,
-        "summary": summary(o),
-        "message": o.sim.message(),
-        "metrics": metrics,
-        "skipped": skipped,
-        "timeline": timeline,
-        "queries": match backend {
+    let doc = Document {
+        ended_at: rfc3339(o.ended_at),
+        from: rfc3339(args.from),
+        message: o.sim.message(),
+        metrics,
+        phase: o.sim.phase().as_str(),
+        queries: match backend {
             Backend::Cached(cache) => {
                 let s = cache.stats();
                 json!({"servedFromRange": s.served, "passedThrough": s.passed_through, "rangeFetches": s.range_fetches})
             }
             _ => json!({"batched": false}),
         },
-    });
-    println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+        skipped,
+        summary: summary(o),
+        terminated_at_window_end: o.terminated_at_end,
+        timeline,
+        to: rfc3339(args.to),
+    };
+    // Streamed, not built as one `Value` tree and one string: a week at 1m is 20,000 lines.
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    if serde_json::to_writer_pretty(&mut out, &doc).is_ok() {
+        let _ = writeln!(out);
+    }
+    let _ = out.flush();
+}
+
+/// The JSON document of `-o json`. Fields are in byte order of their names, the order in which
+/// a `serde_json::Value` object prints, so the output is what it was when built as one.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Document<'a> {
+    ended_at: String,
+    from: String,
+    message: &'a str,
+    metrics: Vec<serde_json::Value>,
+    phase: &'a str,
+    queries: serde_json::Value,
+    skipped: Vec<serde_json::Value>,
+    summary: String,
+    terminated_at_window_end: bool,
+    timeline: Vec<TimelineLine<'a>>,
+    to: String,
+}
+
+/// One timeline entry of `-o json` (fields in byte order of their names, as in [`Document`]).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct TimelineLine<'a> {
+    message: &'a str,
+    metric: &'a str,
+    phase: &'a str,
+    resume_at: Option<String>,
+    time: String,
+    value: &'a str,
 }

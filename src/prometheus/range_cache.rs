@@ -52,17 +52,29 @@ impl Grid {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct Key {
+/// Where one chunk's data came from, besides its query (the outer map's key).
+#[derive(Debug)]
+struct Source {
     address: String,
     headers: Vec<(String, String)>,
-    query: String,
     grid: usize,
     chunk: i64,
 }
 
+impl Source {
+    fn is(&self, cfg: &PrometheusConfig, grid: usize, chunk: i64) -> bool {
+        self.grid == grid
+            && self.chunk == chunk
+            && self.address == cfg.address
+            && self.headers == cfg.headers
+    }
+}
+
 /// One fetched chunk: the matrix, or `None` when it cannot serve (error, warnings).
 type Chunk = Option<Arc<Vec<RangeSeries>>>;
+
+/// A chunk's cell, fetched once, with where it comes from.
+type Sourced = (Source, Arc<OnceCell<Chunk>>);
 
 /// How many instant queries were answered from range data and how many went through.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -76,7 +88,8 @@ pub struct CacheStats {
 pub struct RangeCache {
     inner: Backend,
     grids: Vec<Grid>,
-    chunks: Mutex<HashMap<Key, Arc<OnceCell<Chunk>>>>,
+    /// Chunks by query, then by source: looked up by reference, so a check allocates no key.
+    chunks: Mutex<HashMap<String, Vec<Sourced>>>,
     /// Each query's PromQL value type, parsed once (`None`: does not parse).
     types: Mutex<HashMap<String, Option<ValueType>>>,
     served: AtomicU64,
@@ -142,11 +155,17 @@ impl RangeCache {
         };
         let value_type = {
             let mut types = self.types.lock().ok()?;
-            *types.entry(query.clone()).or_insert_with(|| {
-                promql_parser::parser::parse(query)
-                    .ok()
-                    .map(|e| e.value_type())
-            })
+            // Looked up by reference first: the key is cloned once per query, not per check.
+            match types.get(query.as_str()) {
+                Some(known) => *known,
+                None => {
+                    let parsed = promql_parser::parser::parse(query)
+                        .ok()
+                        .map(|e| e.value_type());
+                    types.insert(query.clone(), parsed);
+                    parsed
+                }
+            }
         }?;
         if !matches!(value_type, ValueType::Vector | ValueType::Scalar) {
             return None;
@@ -157,16 +176,26 @@ impl RangeCache {
             .enumerate()
             .find_map(|(i, g)| g.index_of(*t).map(|k| (i, *g, k)))?;
         let chunk = index / MAX_POINTS;
-        let key = Key {
-            address: cfg.address.clone(),
-            headers: cfg.headers.clone(),
-            query: query.clone(),
-            grid: grid_no,
-            chunk,
-        };
         let cell = {
             let mut chunks = self.chunks.lock().ok()?;
-            chunks.entry(key).or_default().clone()
+            let sources = match chunks.get_mut(query.as_str()) {
+                Some(sources) => sources,
+                None => chunks.entry(query.clone()).or_default(),
+            };
+            match sources.iter().find(|(s, _)| s.is(cfg, grid_no, chunk)) {
+                Some((_, cell)) => cell.clone(),
+                None => {
+                    let cell = Arc::new(OnceCell::new());
+                    let source = Source {
+                        address: cfg.address.clone(),
+                        headers: cfg.headers.clone(),
+                        grid: grid_no,
+                        chunk,
+                    };
+                    sources.push((source, cell.clone()));
+                    cell
+                }
+            }
         };
         let matrix = cell
             .get_or_init(|| self.fetch(cfg, query, grid, chunk, deadline))
