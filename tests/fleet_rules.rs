@@ -420,3 +420,25 @@ fn the_old_version_alert_needs_every_version_label() {
     );
     test_rules(&mut docs, dir.path(), &test);
 }
+
+/// `rollgate rules … | head` closes the pipe early: the command stops quietly with success
+/// instead of panicking on EPIPE (exit 101).
+#[test]
+fn a_reader_that_closes_the_pipe_early_is_not_a_crash() {
+    use std::process::Stdio;
+    let mut child = Command::new(BIN)
+        .arg("rules")
+        .arg("-f")
+        .arg(root().join("manifests/argo-rollouts/analysis-template-fleet.yaml"))
+        .args(["--arg", &format!("digest={NEW}")])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start rollgate");
+    // Close the read end before the child writes: its write meets EPIPE.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("wait for rollgate");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+}

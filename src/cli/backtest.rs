@@ -3,6 +3,7 @@
 //! This module only translates: the run rules are `engine::run`, every measurement is
 //! `Engine::measure` at the simulated time, and batching is the `RangeCache` backend layer.
 
+use super::stdout::outln;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -583,10 +584,10 @@ fn print_table(o: &Outcome) {
     }
     print_columns(&lines);
     for (name, provider) in &o.skipped {
-        println!("skipped: {name} (provider {provider} is not one rollgate can evaluate)");
+        outln!("skipped: {name} (provider {provider} is not one rollgate can evaluate)");
     }
-    println!();
-    println!("{}", summary(o));
+    outln!();
+    outln!("{}", summary(o));
 }
 
 fn print_json(o: &Outcome, args: &Window, backend: &Backend) {

@@ -10,6 +10,7 @@
 //!     outcome: bad            # good | bad: what the release turned out to be
 //! ```
 
+use super::stdout::outln;
 use std::path::Path;
 use std::time::Duration;
 
@@ -368,7 +369,7 @@ fn print_table(releases: &[Release], alts: &[(String, Vec<Template>)], scored: &
         ]);
     }
     print_columns(&lines);
-    println!();
+    outln!();
     let mut lines = vec![[
         "ALTERNATIVE",
         "SCOPE",
@@ -405,5 +406,5 @@ fn print_json(releases: &[Release], alts: &[(String, Vec<Template>)], scored: &[
         .map(|(label, scope, t)| json!({"alternative": label, "scope": scope, "counts": t.json()}))
         .collect();
     let doc = json!({"runs": runs, "confusion": table});
-    println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+    outln!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
 }

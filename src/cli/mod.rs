@@ -8,6 +8,7 @@ mod output;
 mod plugin_mode;
 mod rules;
 mod serve;
+mod stdout;
 
 pub use plugin_mode::PluginArgs;
 

@@ -1,5 +1,6 @@
 //! Printing dry-run results as a table or as JSON.
 
+use super::stdout::outln;
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::json;
 
@@ -43,8 +44,8 @@ pub fn print_table(rows: &[Row], overall: Phase, show_template: bool) {
         lines.push(vec![name, r.kind.clone(), phase, value, message]);
     }
     print_columns(&lines);
-    println!();
-    println!("Overall: {overall}");
+    outln!();
+    outln!("Overall: {overall}");
 }
 
 /// Prints one JSON document with every measurement and the overall verdict.
@@ -72,7 +73,7 @@ pub fn print_json(rows: &[Row], overall: Phase, at: Option<DateTime<Utc>>) {
         "at": at.map(|t| t.to_rfc3339_opts(SecondsFormat::Secs, true)),
         "metrics": metrics,
     });
-    println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+    outln!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
 }
 
 pub(super) fn shorten(s: &str, max: usize) -> String {
@@ -107,6 +108,6 @@ pub(super) fn print_columns(lines: &[Vec<String>]) {
                 out.push_str(&format!("{cell:w$}  ", w = widths[i]));
             }
         }
-        println!("{out}");
+        outln!("{out}");
     }
 }

@@ -107,7 +107,7 @@ fn parse_arg(s: &str) -> Result<(String, String), String> {
 pub fn run(args: RulesArgs) -> u8 {
     match render(&args) {
         Ok(text) => {
-            print!("{text}");
+            super::stdout::print(format_args!("{text}"));
             exit::SUCCESSFUL
         }
         Err(message) => {
