@@ -262,3 +262,34 @@ pub fn template_dir(files: &[(&str, String)]) -> tempfile::TempDir {
 pub fn path_str(p: &Path) -> &str {
     p.to_str().unwrap()
 }
+
+/// `rollgate serve` with the error-rate template (`error_rate_template("error-rate",
+/// "inconclusive")`) on `prometheus`, plus `extra` flags; the template directory lives as long as
+/// the returned guard.
+pub fn error_rate_server(prometheus: &str, extra: &[&str]) -> (tempfile::TempDir, ServeProcess) {
+    let dir = template_dir(&[(
+        "error-rate.yaml",
+        error_rate_template("error-rate", "inconclusive"),
+    )]);
+    let mut args = vec![
+        "--templates",
+        path_str(dir.path()),
+        "--prometheus",
+        prometheus,
+    ];
+    args.extend_from_slice(extra);
+    let server = ServeProcess::start(&args);
+    (dir, server)
+}
+
+/// Flagger's body for a `rollout` hook that asks for `template` on `service`.
+pub fn rollout_check(template: &str, service: &str) -> String {
+    flagger_payload(
+        "Progressing",
+        &[
+            ("hook", "rollout"),
+            ("template", template),
+            ("args.service", service),
+        ],
+    )
+}
