@@ -12,7 +12,6 @@ pub mod auth;
 pub mod flagger;
 mod http;
 pub mod ops;
-pub mod runs;
 pub mod templates;
 pub mod tls;
 pub mod watch;
@@ -41,7 +40,7 @@ use tower::ServiceExt;
 
 use crate::engine::Engine;
 
-pub use analysis::{engine_budget, INLINE_METRIC_NAME};
+pub use analysis::INLINE_METRIC_NAME;
 pub use http::AccessNote;
 
 /// The endpoints, as labelled in `/metrics` (any other path is `other`).
@@ -134,8 +133,6 @@ pub struct AppState {
     pub metrics: Arc<ops::Metrics>,
     /// Handler limits.
     pub settings: Settings,
-    /// When each webhook run started (for the compare kind's repeated checks).
-    pub runs: runs::RunClock,
     shutting_down: AtomicBool,
     reloading: Mutex<()>,
 }
@@ -260,7 +257,6 @@ impl Server {
             auth,
             metrics,
             settings: config.settings,
-            runs: runs::RunClock::default(),
             shutting_down: AtomicBool::new(false),
             reloading: Mutex::new(()),
         });
