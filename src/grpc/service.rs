@@ -17,10 +17,9 @@ use super::pb;
 use super::pb::metric_provider_service_server::{
     MetricProviderService, MetricProviderServiceServer,
 };
+use crate::argo::{metric_from_argo, AnalysisRunRef, MEASUREMENT_BUDGET, PROVIDER_TYPE};
 use crate::engine::{Call, CallError, Deadline, Engine, Position, Trust};
-use crate::goplugin::AnalysisRunRef;
 use crate::measurement::Measurement;
-use crate::plugin::{metric_from_argo, MEASUREMENT_BUDGET, PROVIDER_TYPE};
 use crate::spec::{substitute, substitute_str, ArgValues, Metric};
 
 /// How the service treats requests.

@@ -26,5 +26,5 @@ pub use metric::{
     check_address, Guard, MetricKind, MetricSpec, NoDataPolicy, OnInsufficient, QuerySpec,
 };
 pub use promql::check_promql;
-pub use template::{compile_condition, Metric, Provider, RunLimits, Template};
+pub use template::{argo_count, compile_condition, Metric, Provider, RunLimits, Template};
 pub use yaml::parse_request_yaml;
