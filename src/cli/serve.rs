@@ -129,10 +129,9 @@ fn log_filter(level: &str) -> String {
 /// 1 when it could not start).
 pub fn run(args: ServeArgs, log_level: &str) -> u8 {
     let filter = log_filter(log_level);
-    match args.log_format {
-        LogFormat::Json => crate::logging::init_plugin_logging(&filter),
-        LogFormat::Text => crate::logging::init_cli_logging(&filter),
-    }
+    // Held until the server has stopped: dropping it writes out the queued lines.
+    let _log_writer =
+        crate::logging::init_serve_logging(&filter, args.log_format == LogFormat::Json);
     match execute(args) {
         Ok(()) => 0,
         Err(message) => {
@@ -195,7 +194,8 @@ fn execute(args: ServeArgs) -> Result<(), String> {
             let listener = tokio::net::TcpListener::bind(addr)
                 .await
                 .map_err(|e| format!("cannot listen for gRPC on {addr}: {e}"))?;
-            let engine = Engine::new(backend, addresses).with_query_observer(server.query_observer());
+            let engine =
+                Engine::new(backend, addresses).with_query_observer(server.query_observer());
             let options = grpc_options(server.credentials(), args.shutdown_grace);
             tracing::info!(addr = %addr, "gRPC listening");
             let stop = shutdown.clone();

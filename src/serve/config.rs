@@ -53,7 +53,10 @@ impl ServeConfig {
                 "--deadline and --request-timeout must be above zero".into(),
             ));
         }
-        if self.reload_interval.is_some_and(|d| d < watch::MIN_INTERVAL) {
+        if self
+            .reload_interval
+            .is_some_and(|d| d < watch::MIN_INTERVAL)
+        {
             return Err(ServeError::Settings(format!(
                 "--reload-interval must be at least {:?} (leave it out to reload on SIGHUP only)",
                 watch::MIN_INTERVAL

@@ -19,7 +19,10 @@ pub struct Credentials {
 
 impl Credentials {
     /// Reads the TLS files and the token file now; either may be absent.
-    pub fn load(tls: Option<TlsFiles>, token_file: Option<&Path>) -> Result<Credentials, ServeError> {
+    pub fn load(
+        tls: Option<TlsFiles>,
+        token_file: Option<&Path>,
+    ) -> Result<Credentials, ServeError> {
         let auth = match token_file {
             Some(file) => Auth::from_file(file)?,
             None => Auth::disabled(),

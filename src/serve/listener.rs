@@ -68,9 +68,7 @@ impl Server {
                     source,
                 })?;
         let metrics = Arc::new(ops::Metrics::default());
-        let engine = config
-            .engine
-            .with_query_observer(observer(metrics.clone()));
+        let engine = config.engine.with_query_observer(observer(metrics.clone()));
         let state = Arc::new(AppState::new(
             engine,
             templates::Store::new(config.templates_dir, set),
@@ -109,10 +107,7 @@ impl Server {
 
     /// Serves until `shutdown` resolves (with the signal's name, for the log), then stops
     /// accepting and waits up to the grace period for requests in flight. SIGHUP reloads.
-    pub async fn run(
-        self,
-        shutdown: impl Future<Output = &'static str>,
-    ) -> Result<(), ServeError> {
+    pub async fn run(self, shutdown: impl Future<Output = &'static str>) -> Result<(), ServeError> {
         let mut hangup = signal(SignalKind::hangup()).map_err(ServeError::Signals)?;
         let addr = self.local_addr().ok();
         tracing::info!(

@@ -99,7 +99,9 @@ fn handler(path: &str) -> MethodRouter<Arc<AppState>> {
 pub fn router(state: Arc<AppState>) -> Router {
     ENDPOINTS
         .iter()
-        .fold(Router::new(), |router, e| router.route(e.path, handler(e.path)))
+        .fold(Router::new(), |router, e| {
+            router.route(e.path, handler(e.path))
+        })
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(state.clone(), access))
         .with_state(state)
@@ -182,12 +184,17 @@ async fn access(State(state): State<Arc<AppState>>, mut req: Request, next: Next
     };
     let latency = started.elapsed();
     let status = response.status().as_u16();
-    state.metrics.observe_request(endpoint.path, status, latency);
+    state
+        .metrics
+        .observe_request(endpoint.path, status, latency);
     let note = response.extensions().get::<AccessNote>();
     let peer = peer.map(|p| p.to_string()).unwrap_or_default();
     let latency_ms = latency.as_secs_f64() * 1000.0;
     let text = |f: fn(&AccessNote) -> Option<&str>| note.and_then(f).unwrap_or("");
-    let verdict = note.and_then(|n| n.verdict).map(|p| p.as_str()).unwrap_or("");
+    let verdict = note
+        .and_then(|n| n.verdict)
+        .map(|p| p.as_str())
+        .unwrap_or("");
     macro_rules! access_log {
         ($level:ident) => {
             tracing::$level!(
@@ -249,7 +256,9 @@ mod tests {
             .unwrap();
         let resp = router.clone().oneshot(req).await.unwrap();
         let status = resp.status().as_u16();
-        let body = axum::body::to_bytes(resp.into_body(), 1 << 20).await.unwrap();
+        let body = axum::body::to_bytes(resp.into_body(), 1 << 20)
+            .await
+            .unwrap();
         (status, String::from_utf8_lossy(&body).into_owned())
     }
 
