@@ -5,6 +5,7 @@
 //! invalid JSON, a 10 MB request, undecodable bytes), deadlines and the server's budget, and
 //! TLS. The server runs in this process on 127.0.0.1; Python connects over TCP.
 
+mod serve_common;
 mod support;
 
 use std::io::{Read, Write};
@@ -415,6 +416,18 @@ async fn tls_is_offered_and_plaintext_refused() {
     refused(&cases, "plaintext_refused", "UNAVAILABLE", "");
 }
 
+/// Waits (at most 20 s) until `addr` accepts connections.
+fn wait_for_port(addr: SocketAddr) {
+    let started = Instant::now();
+    while std::net::TcpStream::connect(addr).is_err() {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "gRPC port never opened"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// `rollgate serve --grpc-listen`: the binary serves the gRPC API beside HTTP, with the HTTP
 /// side's bearer token.
 #[test]
@@ -438,14 +451,7 @@ fn serve_grpc_listen_serves_the_api_with_the_token() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let started = Instant::now();
-    while std::net::TcpStream::connect(grpc_addr).is_err() {
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "gRPC port never opened"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_for_port(grpc_addr);
     let args = [
         "--token".to_string(),
         TOKEN.into(),
@@ -463,4 +469,128 @@ fn serve_grpc_listen_serves_the_api_with_the_token() {
         "PHASE_SUCCESSFUL"
     );
     refused(&cases, "run_without_token", "UNAUTHENTICATED", "");
+}
+
+/// A new certificate for 127.0.0.1 written to `cert` and `key`; returns `dir/{name}-ca.pem`,
+/// the same certificate as the CA a client trusts.
+fn write_pair(dir: &Path, cert: &Path, key: &Path, name: &str) -> std::path::PathBuf {
+    let ck =
+        rcgen::generate_simple_self_signed(vec!["127.0.0.1".into(), "localhost".into()]).unwrap();
+    std::fs::write(cert, ck.cert.pem()).unwrap();
+    std::fs::write(key, ck.key_pair.serialize_pem()).unwrap();
+    let ca = dir.join(format!("{name}-ca.pem"));
+    std::fs::write(&ca, ck.cert.pem()).unwrap();
+    ca
+}
+
+/// Issue 14 point 3: `serve --grpc-listen` follows SIGHUP reloads of the token and the
+/// certificate as the HTTP side does, and its queries are counted in `/metrics`. Against the
+/// real Prometheus of the harness.
+#[test]
+fn serve_grpc_listen_follows_reloads_and_its_queries_reach_metrics() {
+    let prom = support::prom::shared();
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key, token) = (
+        dir.path().join("tls.crt"),
+        dir.path().join("tls.key"),
+        dir.path().join("token"),
+    );
+    let old_ca = write_pair(dir.path(), &cert, &key, "old");
+    std::fs::write(&token, "grpc-token-one\n").unwrap();
+    let grpc_addr = StdListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let grpc = grpc_addr.to_string();
+    let server = serve_common::ServeProcess::start(&[
+        "--prometheus",
+        &prom.url,
+        "--grpc-listen",
+        &grpc,
+        "--auth-token-file",
+        serve_common::path_str(&token),
+        "--tls-cert",
+        serve_common::path_str(&cert),
+        "--tls-key",
+        serve_common::path_str(&key),
+    ]);
+    wait_for_port(grpc_addr);
+    let call = |ca: &Path, token: &str| {
+        let args = [
+            "--token".to_string(),
+            token.into(),
+            "--prom".into(),
+            prom.url.clone(),
+            "--suite".into(),
+            "serve".into(),
+            "--tls-ca".into(),
+            ca.display().to_string(),
+        ];
+        python(grpc_addr, &args)
+    };
+    // The suite's Run asks `vector(1)` for `result[0] < 0.01`: on the real Prometheus that is
+    // 1, so Failed; what matters here is that the call got in and was judged.
+    let judged = |cases: &[Value]| ok(cases, "run_successful")["measurement"]["phase"].clone();
+    let cases = call(&old_ca, "grpc-token-one");
+    assert_eq!(judged(&cases), "PHASE_FAILED");
+    assert_eq!(
+        ok(&cases, "analyze")["measurement"]["phase"],
+        "PHASE_SUCCESSFUL"
+    );
+
+    // The gRPC queries (Run and Analyze: one each) are in the HTTP side's /metrics; nothing
+    // else has queried this server's Prometheus.
+    let https = reqwest::Client::builder()
+        .no_proxy()
+        .add_root_certificate(
+            reqwest::Certificate::from_pem(&std::fs::read(&old_ca).unwrap()).unwrap(),
+        )
+        .build()
+        .unwrap();
+    let metrics = tokio::runtime::Runtime::new().unwrap().block_on(async {
+        https
+            .get(format!("{}/metrics", server.url))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    });
+    let series = r#"rollgate_prometheus_queries_total{kind="instant",outcome="ok"} "#;
+    let count: f64 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(series))
+        .unwrap_or_else(|| panic!("no {series} in {metrics}"))
+        .parse()
+        .unwrap();
+    assert_eq!(count, 2.0, "{metrics}");
+
+    // Rotate both, as a Secret update does, and reload.
+    let new_ca = write_pair(dir.path(), &cert, &key, "new");
+    std::fs::write(&token, "grpc-token-two\n").unwrap();
+    server.signal("HUP");
+    server
+        .wait_for_log(Duration::from_secs(10), |v| v["@message"] == "reload done")
+        .expect("the reload finishes");
+
+    let cases = call(&new_ca, "grpc-token-two");
+    assert_eq!(judged(&cases), "PHASE_FAILED");
+    let cases = call(&new_ca, "grpc-token-one");
+    refused(
+        &cases,
+        "run_successful",
+        "UNAUTHENTICATED",
+        "invalid bearer token",
+    );
+    // The old certificate is no longer served: a client trusting only it cannot connect.
+    let cases = call(&old_ca, "grpc-token-two");
+    refused(&cases, "health", "UNAVAILABLE", "");
+    assert!(
+        !server
+            .logs()
+            .iter()
+            .any(|l| l.contains("grpc-token-one") || l.contains("grpc-token-two")),
+        "no token in the logs"
+    );
 }

@@ -240,13 +240,16 @@ class Runner:
 
 
     def serve(self):
-        """`rollgate serve --grpc-listen`: health, a Run with the token, and one without it."""
+        """`rollgate serve --grpc-listen`: health, a Run with the token, one without it, an Analyze."""
         pb, a = self.pb, self.args
         H = self.health_pb.HealthCheckRequest
         self.record("health", lambda: self.health.Check(H(service=""), timeout=10))
         req = pb.RunRequest(metric=self.metric("error-rate", self.spec(a.prom, "vector(1)"), "result[0] < 0.01"))
         self.record("run_successful", lambda: self.stub.Run(req, metadata=self.auth, timeout=10))
         self.record("run_without_token", lambda: self.stub.Run(req, timeout=10))
+        self.record("analyze", lambda: self.stub.Analyze(pb.AnalyzeRequest(
+            metric=self.metric("adhoc", self.spec(a.prom, "vector(1)"), "result[0] == 1")),
+            metadata=self.auth, timeout=10))
 
 
 def main():
