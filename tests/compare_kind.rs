@@ -208,22 +208,21 @@ async fn a_warning_every_query_repeats_is_reported_once() {
     }
 }
 
-/// The engine's run tracker, as gRPC `Analyze` uses it (no AnalysisRun, evaluation times given):
-/// calls with the same run key are the checks of one run, placed by their evaluation times.
+/// The engine's run tracker, as gRPC `Analyze` uses it (no AnalysisRun): calls with the same
+/// run key are the checks of one run, placed by the time since the run's first call.
 #[tokio::test]
 async fn tracked_calls_of_one_run_are_its_checks() {
     let spec = json!({"prometheus": {"address": shared().url}, "compare": ratio(&CMP_HEALTHY_CANARY, &CMP_HEALTHY_STABLE), "noData": "inconclusive"});
     let m = Metric::from_value(
-        &json!({"name": "cmp", "interval": "1m", "count": 4, "provider": {"plugin": {"rollgate/analysis": spec}}}),
+        &json!({"name": "cmp", "interval": "1s", "count": 4, "provider": {"plugin": {"rollgate/analysis": spec}}}),
         "",
     )
     .unwrap();
     let engine = Engine::new(Backend::Live(Client::new()), AddressPolicy::default());
-    let base: DateTime<Utc> = Utc.timestamp_opt(shared().base, 0).single().unwrap();
-    let check = |run: &'static str, minutes: i64| {
+    let check = |run: &'static str| {
         let call = Call {
             metric: &m,
-            at: Some(base + chrono::Duration::minutes(minutes)),
+            at: None,
             deadline: Deadline::for_call(None, Duration::from_secs(30)),
             trust: Trust::Network,
             position: Position::Tracked {
@@ -234,16 +233,20 @@ async fn tracked_calls_of_one_run_are_its_checks() {
         };
         let engine = &engine;
         async move {
-            // The position is decided before the queries, whatever the data at that time.
+            // The position is decided before the queries, whatever the data says.
             let out = engine.call(call).await.unwrap();
             out.metadata["check"].clone()
         }
     };
-    assert_eq!(check("a", 0).await, "1 of 4");
-    assert_eq!(check("a", 1).await, "2 of 4");
-    assert_eq!(check("b", 1).await, "1 of 4");
-    assert_eq!(check("a", 2).await, "3 of 4");
+    let pause = || tokio::time::sleep(Duration::from_millis(1_200));
+    assert_eq!(check("a").await, "1 of 4");
+    pause().await;
+    assert_eq!(check("a").await, "2 of 4");
+    assert_eq!(check("b").await, "1 of 4");
+    pause().await;
+    assert_eq!(check("a").await, "3 of 4");
+    assert_eq!(check("b").await, "2 of 4");
     // Silent for more than 3 intervals: a new run.
-    assert_eq!(check("a", 6).await, "1 of 4");
-    assert_eq!(check("b", 2).await, "2 of 4");
+    tokio::time::sleep(Duration::from_millis(3_500)).await;
+    assert_eq!(check("a").await, "1 of 4");
 }
