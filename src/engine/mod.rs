@@ -23,7 +23,7 @@ use crate::measurement::{Measurement, Phase};
 use crate::prometheus::{Backend, PrometheusConfig, PrometheusError, QueryRequest, QueryResponse};
 use crate::spec::{Metric, MetricKind, OnInsufficient, Provider};
 
-pub use fleet::RulePlacement;
+pub use fleet::{FleetPlan, RulePlacement};
 pub use no_data::NoData;
 pub use wait::{DEFAULT_WAIT_BOUND, WAIT_RETRY};
 
