@@ -129,8 +129,8 @@ fn execute(plan: bool, q: &FleetQuery) -> Result<(), String> {
                 v
             })
             .collect();
-        let text = serde_json::to_string_pretty(&docs)
-            .map_err(|e| format!("cannot write JSON: {e}"))?;
+        let text =
+            serde_json::to_string_pretty(&docs).map_err(|e| format!("cannot write JSON: {e}"))?;
         outln!("{text}");
         return Ok(());
     }
@@ -204,7 +204,10 @@ fn print_plan(p: &Plan) {
             t.versions.join(", "),
         ]);
     }
-    table(&["COHORT", &p.group_by.to_uppercase(), "STATE", "VERSIONS"], &rows);
+    table(
+        &["COHORT", &p.group_by.to_uppercase(), "STATE", "VERSIONS"],
+        &rows,
+    );
     outln!("gate: {}", p.message);
 }
 

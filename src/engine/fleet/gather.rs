@@ -231,7 +231,6 @@ impl Engine {
                 judgement,
             },
         ))
-
     }
 }
 

@@ -88,7 +88,11 @@ pub struct FleetPlan {
 impl Engine {
     /// The plan of fleet metric `metric`, measured now (or at `opts.at`) with the gate's
     /// queries. `Err` when it is not a fleet metric, or the gate itself could not judge.
-    pub async fn fleet_plan(&self, metric: &Metric, opts: &EvalOptions) -> Result<FleetPlan, String> {
+    pub async fn fleet_plan(
+        &self,
+        metric: &Metric,
+        opts: &EvalOptions,
+    ) -> Result<FleetPlan, String> {
         let Provider::Rollgate(rs) = &metric.provider else {
             return Err(format!("metric {} is not a rollgate metric", metric.name));
         };

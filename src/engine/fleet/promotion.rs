@@ -33,7 +33,11 @@ pub fn membership(spec: &FleetSpec, inventory: &BTreeSet<String>) -> Result<Memb
         let (members, missing): (Vec<String>, Vec<String>) = match &c.targets {
             CohortTargets::List(l) => l.iter().cloned().partition(|t| inventory.contains(t)),
             CohortTargets::Regex(r) => {
-                let hit: Vec<String> = inventory.iter().filter(|t| r.is_match(t)).cloned().collect();
+                let hit: Vec<String> = inventory
+                    .iter()
+                    .filter(|t| r.is_match(t))
+                    .cloned()
+                    .collect();
                 if hit.is_empty() {
                     return Err(format!(
                         "fleet.cohorts[{i}].targetRegex: {:?} matches none of the {} targets of the inventory",
@@ -111,13 +115,18 @@ fn cohorts(spec: &FleetSpec, fleet: &Fleet, j: &mut Judgement) -> Result<(), Str
     // A required member the inventory lacks cannot be judged: it counts as not done.
     scoped.inventory_size += missing_required.len();
 
+    // Sets, not list scans: a cohort of 10,000 targets stays linear.
+    let done_set: BTreeSet<&str> = scoped
+        .current
+        .iter()
+        .map(String::as_str)
+        .chain(scoped.excepted.iter().map(|e| e.target.as_str()))
+        .collect();
     let summary: Vec<String> = (0..=k)
         .map(|i| {
             let done = m.members[i]
                 .iter()
-                .filter(|t| {
-                    scoped.current.contains(*t) || scoped.excepted.iter().any(|e| &e.target == *t)
-                })
+                .filter(|t| done_set.contains(t.as_str()))
                 .count();
             format!(
                 "{} {done} of {} done",
@@ -152,33 +161,39 @@ fn cohorts(spec: &FleetSpec, fleet: &Fleet, j: &mut Judgement) -> Result<(), Str
             listing(missing_named(spec, &m, k + 1..=p.cohorts.len() - 1))
         ));
     }
-    let excepted = |t: &String| fleet.excepted.iter().any(|e| &e.target == t);
-    let unselected: Vec<&String> = m.unselected.iter().filter(|t| !excepted(t)).collect();
+    let excepted: BTreeSet<&str> = fleet.excepted.iter().map(|e| e.target.as_str()).collect();
+    let unselected: Vec<&String> = m
+        .unselected
+        .iter()
+        .filter(|t| !excepted.contains(t.as_str()))
+        .collect();
     if !unselected.is_empty() {
         j.failures.push(format!(
             "{} {} in no cohort (unselected: {})",
             unselected.len(),
             counted(g, unselected.len()),
-            listing(
-                unselected
-                    .iter()
-                    .map(|t| format!("{} {}", display_target(t, spec), fleet.state_of(t)))
-            )
+            listing(unselected.iter().map(|t| format!(
+                "{} {}",
+                display_target(t, spec),
+                fleet.state_of(t)
+            )))
         ));
     }
-    for (i, c) in p.cohorts.iter().enumerate() {
+    let changing: BTreeSet<&str> = fleet
+        .stragglers
+        .iter()
+        .filter(|s| s.mixed())
+        .map(|s| s.target.as_str())
+        .chain(fleet.stalled.iter().map(|w| w.target.as_str()))
+        .collect();
+    // Only the cohorts the gate requires: a later one is not this step's business.
+    for (i, c) in p.cohorts.iter().enumerate().take(k + 1) {
         let Some(max) = c.max_concurrent else {
             continue;
         };
         let mid: Vec<&String> = m.members[i]
             .iter()
-            .filter(|t| {
-                fleet
-                    .stragglers
-                    .iter()
-                    .any(|s| &s.target == *t && s.mixed())
-                    || fleet.stalled.iter().any(|w| &w.target == *t)
-            })
+            .filter(|t| changing.contains(t.as_str()))
             .collect();
         if mid.len() as u64 > max {
             j.failures.push(format!(
@@ -191,7 +206,8 @@ fn cohorts(spec: &FleetSpec, fleet: &Fleet, j: &mut Judgement) -> Result<(), Str
         }
     }
     j.value.insert("cohort".into(), json!(p.cohorts[k].name));
-    j.value.insert("unselected".into(), json!(m.unselected.len()));
+    j.value
+        .insert("unselected".into(), json!(m.unselected.len()));
     j.value.insert(
         "missingFromInventory".into(),
         json!(m.missing.iter().flatten().count()),
@@ -205,7 +221,8 @@ fn cohorts(spec: &FleetSpec, fleet: &Fleet, j: &mut Judgement) -> Result<(), Str
         j.metadata
             .insert("missingFromInventory".into(), missing.join(", "));
     }
-    j.metadata.insert("cohort".into(), p.cohorts[k].name.clone());
+    j.metadata
+        .insert("cohort".into(), p.cohorts[k].name.clone());
     j.scoped = Some(scoped);
     j.membership = Some(m);
     Ok(())
@@ -270,10 +287,11 @@ fn tiers(
             break;
         }
         if share + 1e-9 < tier.share {
+            let done = fleet.done_targets();
             let missing: Vec<&String> = fleet
                 .inventory
                 .iter()
-                .filter(|t| !fleet.is_done(t))
+                .filter(|t| !done.contains(t.as_str()))
                 .collect();
             j.failures.push(format!(
                 "{name} missed: {} of {} done {} after the start; missing {} {noun} ({})",

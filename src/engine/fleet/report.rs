@@ -61,7 +61,11 @@ pub fn message(spec: &FleetSpec, fleet: &Fleet, last_seen: &LastSeen, at: f64) -
         ));
     }
     if !fleet.unheld.is_empty() {
-        let hold = spec.promotion.hold_for.map(format_duration).unwrap_or_default();
+        let hold = spec
+            .promotion
+            .hold_for
+            .map(format_duration)
+            .unwrap_or_default();
         parts.push(format!(
             "{} of {n} {noun} not held for {hold} ({})",
             fleet.unheld.len(),

@@ -384,10 +384,16 @@ impl Fleet {
         done as f64 / self.inventory_size as f64
     }
 
-    /// Whether `target` counts as done for the completion tiers.
-    pub fn is_done(&self, target: &str) -> bool {
-        (self.current.iter().any(|t| t == target) && !self.on_supported.iter().any(|t| t == target))
-            || self.excepted.iter().any(|e| e.target == target)
+    /// The targets that count as done for the completion tiers: current on the expected
+    /// version itself, or excepted.
+    pub fn done_targets(&self) -> BTreeSet<&str> {
+        let supported: BTreeSet<&str> = self.on_supported.iter().map(String::as_str).collect();
+        self.current
+            .iter()
+            .map(String::as_str)
+            .filter(|t| !supported.contains(t))
+            .chain(self.excepted.iter().map(|e| e.target.as_str()))
+            .collect()
     }
 
     /// The state of a target as a word (`current`, `straggler`, ...), for `fleet plan`.
@@ -562,9 +568,7 @@ pub fn classify(spec: &FleetSpec, at: DateTime<Utc>, inputs: Inputs) -> Fleet {
             init_view.get(target)
         };
         tally(&mut fleet, versions, init_versions);
-        fleet
-            .by_target
-            .insert(target.to_string(), versions.clone());
+        fleet.by_target.insert(target.to_string(), versions.clone());
         let straggler = straggler(target, versions, init_versions.unwrap_or(&empty));
         let unheld = held.as_ref().and_then(|h| {
             let steps = h.steps.get(target).copied().unwrap_or(0);
@@ -577,7 +581,11 @@ pub fn classify(spec: &FleetSpec, at: DateTime<Utc>, inputs: Inputs) -> Fleet {
         match (expected, straggler) {
             (true, None) if unheld.is_some() => fleet.unheld.extend(unheld),
             (true, None) => {
-                if versions.versions.keys().any(|v| versions.supported.contains(v)) {
+                if versions
+                    .versions
+                    .keys()
+                    .any(|v| versions.supported.contains(v))
+                {
                     fleet.on_supported.push(target.to_string());
                 }
                 fleet.current.push(target.to_string());

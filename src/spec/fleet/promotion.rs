@@ -239,7 +239,11 @@ fn read_cohorts(
                 CohortTargets::List(names)
             }
             (Some(other), None) => {
-                return Err(invalid(&list_path, "a non-empty list of target names", other))
+                return Err(invalid(
+                    &list_path,
+                    "a non-empty list of target names",
+                    other,
+                ))
             }
             (None, Some(r)) => {
                 let anchored =
@@ -374,14 +378,12 @@ pub fn read_supported(v: &mut ObjectReader<'_>) -> Result<Vec<ExpectedVersion>, 
     let path = v.path_of("supported");
     match v.get("supported") {
         None => Ok(Vec::new()),
-        Some(Value::Array(items)) if !items.is_empty() => Ok(name_list(
-            &path,
-            items,
-            "a version (a non-empty string)",
-        )?
-        .into_iter()
-        .map(ExpectedVersion::Exact)
-        .collect()),
+        Some(Value::Array(items)) if !items.is_empty() => {
+            Ok(name_list(&path, items, "a version (a non-empty string)")?
+                .into_iter()
+                .map(ExpectedVersion::Exact)
+                .collect())
+        }
         Some(Value::String(r)) if !r.trim().is_empty() => {
             let anchored = Regex::new(&format!("^(?:{r})$")).map_err(|e| SpecError::Invalid {
                 path: path.clone(),
