@@ -442,3 +442,129 @@ fn a_reader_that_closes_the_pipe_early_is_not_a_crash() {
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert_eq!(out.status.code(), Some(0), "{stderr}");
 }
+
+/// Fleet promotion (issue 16): every promotion manifest gives rules promtool accepts, with one
+/// alert per completion tier and one for versions outside the support window.
+#[test]
+fn the_promotion_manifests_give_rules_promtool_accepts() {
+    let dir_of = root().join("manifests/argo-rollouts");
+    let cases: [(&str, &[&str]); 4] = [
+        ("analysis-template-fleet-cohorts.yaml", &[]),
+        ("analysis-template-fleet-held.yaml", &[]),
+        (
+            "analysis-template-fleet-completion.yaml",
+            &[
+                "RollgateFleetCompletionTier1",
+                "RollgateFleetCompletionTier2",
+            ],
+        ),
+        (
+            "analysis-template-fleet-support-window.yaml",
+            &["RollgateFleetUnsupportedVersion"],
+        ),
+    ];
+    for (file, extra) in cases {
+        let path = dir_of.join(file);
+        let out = rules(
+            &path,
+            &["--arg", &format!("digest={NEW}"), "--arg", "cohort=wave-1"],
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{file}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let docs = documents(&out);
+        let alerts: Vec<String> = docs[0]["spec"]["groups"][0]["rules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["alert"].as_str().unwrap().to_string())
+            .filter(|a| a.contains("Tier") || a.contains("Unsupported"))
+            .collect();
+        assert_eq!(alerts, extra.to_vec(), "{file}");
+        let dir = tempfile::tempdir().unwrap();
+        check_rules(&docs, dir.path());
+    }
+}
+
+const PROMOTION_TEMPLATE: &str = r#"
+apiVersion: argoproj.io/v1alpha1
+kind: AnalysisTemplate
+metadata: {name: edge}
+spec:
+  metrics:
+    - name: agent
+      provider:
+        plugin:
+          rollgate/analysis:
+            fleet:
+              selector: kube_pod_container_info{namespace="ns", container="agent"}
+              version: {label: image, expected: "acme/agent:1.5.0", supported: ["acme/agent:1.4.2"]}
+              expectedTargets: [a, b, c]
+              completion: [{share: 0.6, within: 1h}, {share: 1.0, within: 2h}]
+              startedAt: "1970-01-01T00:00:00Z"
+            noData: fail
+"#;
+
+/// a on 1.5.0 (N), b on 1.4.2 (N-1, supported), c on 1.3.0 (N-2): one third done, so tier 1
+/// (60 % within 1h) fires after 1h and tier 2 (100 % within 2h) after 2h; c is outside the
+/// support window from the start (for 15m).
+#[test]
+fn tier_and_support_window_alerts_fire_as_the_gate_decides() {
+    let pod = |cluster: &str, image: &str| {
+        format!(
+            "      - series: 'kube_pod_container_info{{cluster=\"{cluster}\",namespace=\"ns\",container=\"agent\",pod=\"{cluster}-1\",image=\"acme/agent:{image}\"}}'\n        values: '1x180'\n"
+        )
+    };
+    let series = pod("a", "1.5.0") + &pod("b", "1.4.2") + &pod("c", "1.3.0");
+    let labels = "severity: critical\n                rollgate_template: edge\n                rollgate_metric: agent";
+    let test = format!(
+        r#"rule_files: [rules.yaml]
+evaluation_interval: 1m
+tests:
+  - interval: 1m
+    input_series:
+{series}    alert_rule_test:
+      - eval_time: 10m
+        alertname: RollgateFleetUnsupportedVersion
+        exp_alerts: []
+      - eval_time: 20m
+        alertname: RollgateFleetUnsupportedVersion
+        exp_alerts:
+          - exp_labels:
+                cluster: c
+                image: acme/agent:1.3.0
+                {labels}
+      - eval_time: 50m
+        alertname: RollgateFleetCompletionTier1
+        exp_alerts: []
+      - eval_time: 70m
+        alertname: RollgateFleetCompletionTier1
+        exp_alerts:
+          - exp_labels:
+                {labels}
+      - eval_time: 110m
+        alertname: RollgateFleetCompletionTier2
+        exp_alerts: []
+      - eval_time: 130m
+        alertname: RollgateFleetCompletionTier2
+        exp_alerts:
+          - exp_labels:
+                {labels}
+"#
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let template = dir.path().join("template.yaml");
+    std::fs::write(&template, PROMOTION_TEMPLATE).unwrap();
+    let out = rules(&template, &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut docs = documents(&out);
+    test_rules(&mut docs, dir.path(), &test);
+}

@@ -4,6 +4,7 @@ mod backtest;
 mod backtest_plot;
 mod backtest_releases;
 mod dry_run;
+mod fleet;
 mod output;
 mod plugin_mode;
 mod rules;
@@ -63,6 +64,8 @@ pub enum Command {
     Serve(ServeArgs),
     /// Print a PrometheusRule with the alerts of every fleet metric of an AnalysisTemplate.
     Rules(rules::RulesArgs),
+    /// Fleet promotion from a terminal: `plan` (cohorts and targets) and `versions` (the matrix).
+    Fleet(fleet::FleetArgs),
 }
 
 /// Entry point of the binary: parses arguments, runs the command, returns its exit code.
@@ -93,5 +96,6 @@ pub fn main() -> ExitCode {
         Command::Backtest(args) => ExitCode::from(backtest::run(args)),
         Command::Serve(args) => ExitCode::from(serve::run(args, &cli.log_level)),
         Command::Rules(args) => ExitCode::from(rules::run(args)),
+        Command::Fleet(args) => ExitCode::from(fleet::run(args)),
     }
 }

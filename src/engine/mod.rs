@@ -46,7 +46,7 @@ use crate::prometheus::{Backend, PrometheusConfig, PrometheusError, QueryRequest
 use crate::spec::{Metric, MetricKind, NoDataPolicy, OnInsufficient, Provider};
 
 pub use call::{engine_budget, Call, CallError, Deadline, Expiry, Position, Trust, BUDGET_SLACK};
-pub use fleet::RulePlacement;
+pub use fleet::{FleetPlan, RulePlacement};
 pub use no_data::NoData;
 pub use wait::{DEFAULT_WAIT_BOUND, WAIT_RETRY};
 

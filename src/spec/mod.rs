@@ -18,9 +18,9 @@ pub use args::{substitute, substitute_str, ArgValues};
 pub use compare::{CompareForm, CompareSpec, Direction, RatioQueries};
 pub use error::SpecError;
 pub use fleet::{
-    is_bare_digest, ExpectedTargets, ExpectedVersion, FleetException, FleetSpec, InitContainers,
-    LabelMatcher, MatchKind, SeriesSelector, VersionRegex, VersionSpec, INIT_CONTAINER_INFO,
-    POD_STATUS_PHASE,
+    is_bare_digest, Cohort, CohortTargets, CompletionTier, ExpectedTargets, ExpectedVersion,
+    FleetException, FleetSpec, InitContainers, LabelMatcher, MatchKind, Promotion, SeriesSelector,
+    VersionRegex, VersionSpec, INIT_CONTAINER_INFO, POD_STATUS_PHASE,
 };
 pub use metric::{
     check_address, Guard, MetricKind, MetricSpec, NoDataPolicy, OnInsufficient, QuerySpec,
