@@ -61,7 +61,7 @@ pub enum Command {
     Backtest(BacktestArgs),
     /// Serve Flagger webhooks and Argo's web provider over HTTP (see docs/serve.md).
     Serve(ServeArgs),
-    /// Print a PrometheusRule with the alerts of every fleet metric of an AnalysisTemplate.
+    /// Print PrometheusRules (recording rules and alerts) for every metric of an AnalysisTemplate (see docs/rules.md).
     Rules(rules::RulesArgs),
 }
 

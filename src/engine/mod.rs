@@ -10,6 +10,7 @@ mod guard;
 mod no_data;
 mod query;
 pub mod result;
+pub mod rules;
 pub mod run;
 mod wait;
 
