@@ -3,6 +3,7 @@
 mod backtest;
 mod backtest_plot;
 mod backtest_releases;
+mod dashboard;
 mod dry_run;
 mod output;
 mod plugin_mode;
@@ -63,6 +64,8 @@ pub enum Command {
     Serve(ServeArgs),
     /// Print PrometheusRules (recording rules and alerts) for every metric of an AnalysisTemplate (see docs/rules.md).
     Rules(rules::RulesArgs),
+    /// Print a Grafana dashboard (JSON) of every metric of an AnalysisTemplate (see docs/rules.md).
+    Dashboard(dashboard::DashboardArgs),
 }
 
 /// Entry point of the binary: parses arguments, runs the command, returns its exit code.
@@ -93,5 +96,6 @@ pub fn main() -> ExitCode {
         Command::Backtest(args) => ExitCode::from(backtest::run(args)),
         Command::Serve(args) => ExitCode::from(serve::run(args, &cli.log_level)),
         Command::Rules(args) => ExitCode::from(rules::run(args)),
+        Command::Dashboard(args) => ExitCode::from(dashboard::run(args)),
     }
 }

@@ -116,7 +116,8 @@ fn parse_label(s: &str) -> Result<(String, String), String> {
     Ok((key.to_string(), value.to_string()))
 }
 
-fn parse_arg(s: &str) -> Result<(String, String), String> {
+/// A template argument `NAME=VALUE`.
+pub(super) fn parse_arg(s: &str) -> Result<(String, String), String> {
     match s.split_once('=') {
         Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
         _ => Err(format!("expected NAME=VALUE, got {s:?}")),

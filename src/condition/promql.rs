@@ -62,6 +62,37 @@ impl Condition {
     }
 }
 
+impl Condition {
+    /// The numbers `result[0]` is compared with, in order of appearance (a dashboard draws
+    /// them as thresholds).
+    pub fn thresholds(&self) -> Vec<f64> {
+        let mut out = Vec::new();
+        collect_thresholds(&self.parsed, &mut out);
+        out
+    }
+}
+
+fn collect_thresholds(node: &Node, out: &mut Vec<f64>) {
+    match node {
+        Node::Binary(_, lhs, rhs) => {
+            match (number(lhs), number(rhs)) {
+                (Some(x), None) if is_first(rhs) => out.push(x),
+                (None, Some(x)) if is_first(lhs) => out.push(x),
+                _ => {}
+            }
+            collect_thresholds(lhs, out);
+            collect_thresholds(rhs, out);
+        }
+        Node::And(items) | Node::Or(items) => {
+            for item in items {
+                collect_thresholds(item, out);
+            }
+        }
+        Node::Unary(_, inner) => collect_thresholds(inner, out),
+        _ => {}
+    }
+}
+
 fn translate(node: &Node, v: &str) -> Result<Filter, Untranslatable> {
     match node {
         Node::Literal(Value::Bool(b)) => Ok(if *b { Filter::All } else { Filter::Nothing }),
@@ -270,6 +301,8 @@ mod tests {
         );
         assert_eq!(tr("len(result) > 0"), Ok(Filter::All));
         assert_eq!(tr("isNaN(result[0])"), Ok(Filter::Nothing));
+        let c = Condition::compile("len(result) == 0 || (0.5 < result[0] && result[0] < 2)");
+        assert_eq!(c.unwrap().thresholds(), vec![0.5, 2.0]);
     }
 
     #[test]

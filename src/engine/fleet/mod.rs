@@ -12,6 +12,8 @@ mod rules;
 mod state;
 
 pub use rules::RulePlacement;
+// For `rollgate dashboard` (engine::dashboard): the same version matcher as the gate.
+pub(crate) use promql::{expected_matcher, quote, render_selector};
 
 use std::collections::BTreeMap;
 

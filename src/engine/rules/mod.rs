@@ -113,15 +113,35 @@ impl MetricRules {
     /// `expr` with every recorded series replaced by its expression, for evaluating an alert
     /// as one instant query where the recording rules do not run.
     pub fn inline(&self, expr: &str) -> String {
-        let mut out = expr.to_string();
-        // Longest names first, so no name is replaced inside another.
-        let mut records: Vec<&Record> = self.records.iter().collect();
-        records.sort_by_key(|r| std::cmp::Reverse(r.record.len()));
-        for r in records {
-            out = out.replace(&r.record, &format!("({})", r.expr));
-        }
-        out
+        // Later records use earlier ones: replacing from the last one back leaves none.
+        self.records.iter().rev().fold(expr.to_string(), |text, r| {
+            replace_name(&text, &r.record, &format!("({})", r.expr))
+        })
     }
+}
+
+/// `text` with every whole occurrence of metric name `name` replaced by `with`.
+fn replace_name(text: &str, name: &str, with: &str) -> String {
+    let is_name_char = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == ':';
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find(name) {
+        let before = if i > 0 {
+            rest[..i].chars().last()
+        } else {
+            out.chars().last()
+        };
+        let after = rest[i + name.len()..].chars().next();
+        out.push_str(&rest[..i]);
+        if before.is_some_and(is_name_char) || after.is_some_and(is_name_char) {
+            out.push_str(name);
+        } else {
+            out.push_str(with);
+        }
+        rest = &rest[i + name.len()..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Characters allowed in a metric name part (`[a-zA-Z0-9_]`); others become `_`.
@@ -170,5 +190,21 @@ impl Engine {
             }
             MetricKind::Fleet(_) => MetricOutput::Fleet,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inline_replaces_records_of_records_and_whole_names_only() {
+        let mut r = MetricRules::new("t", "m", "compare");
+        let total = r.record("canary", "sum(b)");
+        let rate = r.record("canary_rate", &format!("sum(a) / {total}"));
+        assert_eq!(
+            r.inline(&format!("{rate} > 0 and {total} > 1")),
+            "(sum(a) / (sum(b))) > 0 and (sum(b)) > 1"
+        );
     }
 }
