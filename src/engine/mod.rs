@@ -25,11 +25,13 @@
 mod call;
 pub mod combine;
 mod compare;
+pub mod dashboard;
 mod fleet;
 mod guard;
 mod no_data;
 mod query;
 pub mod result;
+pub mod rules;
 pub mod run;
 pub mod runs;
 mod verdict;

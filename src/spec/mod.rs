@@ -26,5 +26,6 @@ pub use metric::{
     check_address, Guard, MetricKind, MetricSpec, NoDataPolicy, OnInsufficient, QuerySpec,
 };
 pub use promql::check_promql;
+pub(crate) use promql::parse_promql;
 pub use template::{argo_count, compile_condition, Metric, Provider, RunLimits, Template};
 pub use yaml::parse_request_yaml;

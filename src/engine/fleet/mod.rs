@@ -17,6 +17,8 @@ mod state;
 pub use plan::FleetPlan;
 
 pub use rules::RulePlacement;
+// For `rollgate dashboard` (engine::dashboard): the same version matcher as the gate.
+pub(crate) use promql::{expected_matcher, quote, render_selector};
 
 use std::collections::BTreeMap;
 
