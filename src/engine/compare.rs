@@ -177,6 +177,23 @@ impl Engine {
                     Ok(Ok(o)) => judge(out, metric, o.verdict, &o, o.message("value")),
                 }
             }
+            CompareForm::Histogram {
+                canary,
+                stable,
+                threshold,
+                margin,
+                min_requests,
+            } => {
+                let form = super::compare_histogram::HistogramQueries {
+                    canary,
+                    stable,
+                    threshold: *threshold,
+                    margin: *margin,
+                    min_requests: *min_requests,
+                };
+                self.measure_histogram(out, metric, spec, form, no_data, config, opts, started_at, look)
+                    .await
+            }
         }
     }
 
@@ -250,7 +267,7 @@ fn count(v: f64) -> u64 {
 
 /// Maps the statistical verdict to a phase, unless Argo's conditions (evaluated on the JSON value)
 /// are given: then they decide, as in SPEC.md 2.1.
-fn judge<T: serde::Serialize>(
+pub(super) fn judge<T: serde::Serialize>(
     mut out: Outcome,
     metric: &Metric,
     verdict: Verdict,
@@ -358,6 +375,20 @@ pub(super) fn describe(spec: &CompareSpec, meta: &mut BTreeMap<String, String>) 
                     crate::spec::duration::format_duration(*step)
                 ),
             );
+        }
+        CompareForm::Histogram {
+            canary,
+            stable,
+            threshold,
+            min_requests,
+            ..
+        } => {
+            meta.insert("compare.histogram.canary".into(), canary.clone());
+            meta.insert("compare.histogram.stable".into(), stable.clone());
+            meta.insert("compare.minRequests".into(), min_requests.to_string());
+            if let Some(t) = threshold {
+                meta.insert("compare.threshold".into(), t.to_string());
+            }
         }
     }
 }

@@ -5,6 +5,7 @@
 //! Argo's condition semantics, the phase — are decided in this module and its children only.
 
 mod compare;
+mod compare_histogram;
 mod fleet;
 mod guard;
 mod no_data;
