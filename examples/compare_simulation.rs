@@ -10,9 +10,9 @@
 //!   simulated detection rate.
 
 use rollgate::stats::{
-    histogram_scenarios, latency_scenarios, simulate_histogram, look_alpha, simulate, simulate_latency, standard_scenarios_with, Design,
-    Direction, DistOptions, LatencyScenario, Look, RatioOptions, Scenario, SimulationRow,
-    StatsError,
+    histogram_scenarios, latency_scenarios, look_alpha, simulate, simulate_histogram,
+    simulate_latency, standard_scenarios_with, Design, Direction, DistOptions, LatencyScenario,
+    Look, RatioOptions, Scenario, SimulationRow, StatsError,
 };
 
 fn main() -> Result<(), StatsError> {
@@ -108,9 +108,13 @@ fn print_row(row: &SimulationRow) {
 /// The histogram form's table (`rollgate::stats::histogram_scenarios`), with the seeds of
 /// tests/stats_simulation.rs.
 fn print_histogram(runs: usize) -> Result<(), StatsError> {
-    println!("Histogram form: {runs} rollouts per scenario, Prometheus' default buckets, stable median");
+    println!(
+        "Histogram form: {runs} rollouts per scenario, Prometheus' default buckets, stable median"
+    );
     println!("0.1 s (log sd 0.5), increase[5m], initialDelay 5m, 10 checks (1/min), rank test,");
-    println!("maxIncrease 0.1, confidence 0.95, minRequests 200, shared load drift (log sd 0.2/min),");
+    println!(
+        "maxIncrease 0.1, confidence 0.95, minRequests 200, shared load drift (log sd 0.2/min),"
+    );
     println!("per-side jitter 0.02; [Wilson 95 % interval of the failed share].\n");
     print_header("requests/side in window");
     for (i, scenario) in histogram_scenarios().iter().enumerate() {

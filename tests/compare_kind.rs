@@ -197,7 +197,11 @@ fn histogram(canary: &Latency, stable: &Latency) -> Value {
 /// 40 % slower on lat-shift, equal on lat-same), 24,000 requests per side in the 10m window.
 #[tokio::test]
 async fn histogram_form_fails_a_forty_percent_slower_canary_from_its_requests() {
-    let m = measure(&metric(histogram(&LAT_SHIFT_CANARY, &LAT_SHIFT_STABLE), &[])).await;
+    let m = measure(&metric(
+        histogram(&LAT_SHIFT_CANARY, &LAT_SHIFT_STABLE),
+        &[],
+    ))
+    .await;
     assert_eq!(m.phase, Phase::Failed, "{m:?}");
     let v = value(&m);
     assert_eq!(v["test"], "rank", "{v}");
@@ -209,9 +213,20 @@ async fn histogram_form_fails_a_forty_percent_slower_canary_from_its_requests() 
     assert!((1.3..1.5).contains(&ratio), "{v}");
     assert!(v["rank"]["ratioLower"].as_f64().unwrap() > 1.1, "{v}");
     assert!(v["pValue"].as_f64().unwrap() < 1e-6, "{v}");
-    assert!(m.message.starts_with("canary latency median"), "{}", m.message);
-    assert!(m.message.contains("beyond the 10 % tolerance"), "{}", m.message);
-    assert_eq!(m.metadata["compare.histogram.canary"], buckets_query("lat-shift", "canary"));
+    assert!(
+        m.message.starts_with("canary latency median"),
+        "{}",
+        m.message
+    );
+    assert!(
+        m.message.contains("beyond the 10 % tolerance"),
+        "{}",
+        m.message
+    );
+    assert_eq!(
+        m.metadata["compare.histogram.canary"],
+        buckets_query("lat-shift", "canary")
+    );
 
     let m = measure(&metric(histogram(&LAT_SAME_CANARY, &LAT_SAME_STABLE), &[])).await;
     assert_eq!(m.phase, Phase::Successful, "{m:?}");
@@ -232,7 +247,11 @@ async fn histogram_threshold_form_counts_requests_slower_than_a_bucket_bound() {
     // P(latency > 0.25 s): exp(-0.25/0.07) = 2.8 % on the canary, exp(-5) = 0.67 % on stable.
     let rate = v["slower"]["canary"]["rate"].as_f64().unwrap();
     assert!((0.02..0.04).contains(&rate), "{v}");
-    assert!(m.message.contains("share of requests slower than 0.25s"), "{}", m.message);
+    assert!(
+        m.message.contains("share of requests slower than 0.25s"),
+        "{}",
+        m.message
+    );
 
     let mut c = histogram(&LAT_SAME_CANARY, &LAT_SAME_STABLE);
     c["threshold"] = json!(0.25);
@@ -275,7 +294,11 @@ async fn histogram_form_names_what_is_wrong_with_the_buckets() {
     c["histogram"]["canary"] = json!(buckets_query("no-such-service", "canary"));
     let m = measure(&metric(c, &[])).await;
     assert_eq!(m.phase, Phase::Inconclusive, "{m:?}");
-    assert!(m.message.starts_with("no data: compare.histogram.canary"), "{}", m.message);
+    assert!(
+        m.message.starts_with("no data: compare.histogram.canary"),
+        "{}",
+        m.message
+    );
     // Too little traffic: onInsufficient decides.
     let mut c = histogram(&LAT_SAME_CANARY, &LAT_SAME_STABLE);
     c["minRequests"] = json!(1_000_000);
@@ -321,10 +344,16 @@ fn invalid_histogram_specs_name_their_key() {
 /// canary fails both metrics, the equal one passes both.
 #[tokio::test]
 async fn the_shipped_histogram_template_fails_the_slow_canary_and_passes_the_equal_one() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/latency-histogram.yaml");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/latency-histogram.yaml"
+    );
     let text = std::fs::read_to_string(path).unwrap();
     let templates = rollgate::spec::Template::parse_all(&text, path).unwrap();
-    for (service, expected) in [("lat-shift", Phase::Failed), ("lat-same", Phase::Successful)] {
+    for (service, expected) in [
+        ("lat-shift", Phase::Failed),
+        ("lat-same", Phase::Successful),
+    ] {
         let args = [
             ("service".to_string(), service.to_string()),
             ("prometheus".to_string(), shared().url.clone()),

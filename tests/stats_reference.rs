@@ -2,8 +2,8 @@
 //! (`tests/reference/gen_stats_reference.py`, output committed as `stats_reference.json`).
 
 use rollgate::stats::{
-    compare_histograms, fisher_exact_one_sided, hodges_lehmann, Buckets, HistogramOptions, mann_whitney_u_with, ratio_p_value, Alternative,
-    Method, MethodChoice, RatioInput,
+    compare_histograms, fisher_exact_one_sided, hodges_lehmann, mann_whitney_u_with, ratio_p_value,
+    Alternative, Buckets, HistogramOptions, Method, MethodChoice, RatioInput,
 };
 use serde::Deserialize;
 use serde_json::Value;
@@ -272,7 +272,11 @@ fn histogram_rank_test_matches_scipy_on_expanded_requests() {
         .unwrap();
         let rank = out.rank.unwrap();
         let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs().max(1.0);
-        assert!(close(rank.theta, case.theta), "case {i}: {rank:?} vs {}", case.theta);
+        assert!(
+            close(rank.theta, case.theta),
+            "case {i}: {rank:?} vs {}",
+            case.theta
+        );
         assert!(close(rank.theta_untolerated, case.theta), "case {i}");
         match (rank.brunner_munzel, case.brunner_munzel) {
             (Some(a), Some(b)) => assert!(close(a, b), "case {i}: {a} vs scipy {b}"),

@@ -191,8 +191,10 @@ impl Engine {
                     margin: *margin,
                     min_requests: *min_requests,
                 };
-                self.measure_histogram(out, metric, spec, form, no_data, config, opts, started_at, look)
-                    .await
+                self.measure_histogram(
+                    out, metric, spec, form, no_data, config, opts, started_at, look,
+                )
+                .await
             }
         }
     }

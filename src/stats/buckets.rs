@@ -308,7 +308,13 @@ mod tests {
 
     #[test]
     fn reads_cumulative_buckets_in_any_order() {
-        let b = read(&[("+Inf", 100.0), ("0.1", 20.0), ("0.5", 90.0), ("0.25", 60.0)]).unwrap();
+        let b = read(&[
+            ("+Inf", 100.0),
+            ("0.1", 20.0),
+            ("0.5", 90.0),
+            ("0.25", 60.0),
+        ])
+        .unwrap();
         assert_eq!(b.bounds(), &[0.1, 0.25, 0.5]);
         assert_eq!(b.counts(), &[20, 40, 30, 10]);
         assert_eq!(b.total(), 100);
@@ -338,7 +344,9 @@ mod tests {
         assert!(e(&[("0.1", 1.0), ("0.10", 1.0), ("+Inf", 2.0)]).contains("appears in 2 series"));
         assert!(e(&[("0.1", -1.0), ("+Inf", 2.0)]).contains("count -1"));
         let none = Buckets::from_cumulative("stable", &[(None, 1.0)]).unwrap_err();
-        assert!(none.to_string().starts_with("stable: a series has no `le` label"));
+        assert!(none
+            .to_string()
+            .starts_with("stable: a series has no `le` label"));
         let a = read(&[("0.1", 1.0), ("0.5", 2.0), ("+Inf", 3.0)]).unwrap();
         let b = read(&[("0.1", 1.0), ("1", 2.0), ("+Inf", 3.0)]).unwrap();
         assert_eq!(

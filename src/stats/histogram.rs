@@ -125,7 +125,9 @@ pub enum HistogramError {
     #[error(transparent)]
     Buckets(#[from] BucketError),
     /// The threshold is not one of the bounds.
-    #[error("threshold: {threshold} is not a bucket bound (le) of the histogram; bounds: {bounds}")]
+    #[error(
+        "threshold: {threshold} is not a bucket bound (le) of the histogram; bounds: {bounds}"
+    )]
     Threshold {
         /// The configured threshold.
         threshold: f64,
@@ -427,10 +429,16 @@ mod tests {
         let slower = side(&[100, 250, 350, 200, 70, 30]);
         let out = compare_histograms(&slower, &stable, &HistogramOptions::new(0.1, 0.95)).unwrap();
         assert_eq!(out.verdict, Verdict::Worse, "{out:?}");
-        assert!(out.message().contains("beyond the 10 % tolerance"), "{}", out.message());
+        assert!(
+            out.message().contains("beyond the 10 % tolerance"),
+            "{}",
+            out.message()
+        );
         let huge = compare_histograms(&slower, &stable, &HistogramOptions::new(5.0, 0.95)).unwrap();
         assert_eq!(huge.verdict, Verdict::NotWorse);
-        assert!(huge.message().contains("not shown beyond the 500 % tolerance"));
+        assert!(huge
+            .message()
+            .contains("not shown beyond the 500 % tolerance"));
     }
 
     #[test]

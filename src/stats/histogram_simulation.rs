@@ -65,7 +65,9 @@ pub fn simulate_histogram(
         what,
     };
     if scenario.checks == 0 || scenario.window_minutes == 0 {
-        return Err(bad("a run needs at least one check and a window of a minute"));
+        return Err(bad(
+            "a run needs at least one check and a window of a minute",
+        ));
     }
     if !(scenario.stable_median > 0.0 && scenario.canary_factor > 0.0 && scenario.log_sd > 0.0) {
         return Err(bad("the median, the factor and the log spread must be > 0"));

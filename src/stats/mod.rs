@@ -33,19 +33,19 @@ mod sequential;
 mod simulation;
 mod sort;
 
+pub use buckets::{BucketError, Buckets, HistogramSide};
 pub use distribution::{
     compare_distributions, AutocorrelationSummary, Classification, Direction, DistOptions,
     DistOutcome, SampleSummary, ShiftInterval,
 };
-pub use buckets::{BucketError, Buckets, HistogramSide};
 pub use error::StatsError;
+pub use fisher::fisher_exact_one_sided;
 pub use histogram::{
     compare_histograms, HistogramError, HistogramOptions, HistogramOutcome, RankTest,
 };
 pub use histogram_simulation::{
     histogram_scenarios, simulate_histogram, HistogramScenario, DEFAULT_BUCKETS,
 };
-pub use fisher::fisher_exact_one_sided;
 pub use hodges_lehmann::{hodges_lehmann, HodgesLehmann};
 pub use mann_whitney::{
     mann_whitney_u, mann_whitney_u_with, Alternative, MannWhitney, Method, MethodChoice,
