@@ -82,7 +82,7 @@ impl CompareSpec {
         let mut c = ObjectReader::new(path, value)?;
         let histogram = c.has("histogram");
         if histogram {
-            if let Some(key) = ["canary", "stable"].into_iter().find(|k| c.has(*k)) {
+            if let Some(key) = ["canary", "stable"].into_iter().find(|&k| c.has(k)) {
                 return Err(SpecError::Invalid {
                     path: c.path_of(key),
                     expected: "no canary/stable beside histogram (the histogram form takes its queries as histogram.canary and histogram.stable)".into(),
