@@ -2,8 +2,8 @@
 //! (`tests/reference/gen_stats_reference.py`, output committed as `stats_reference.json`).
 
 use rollgate::stats::{
-    fisher_exact_one_sided, hodges_lehmann, mann_whitney_u_with, ratio_p_value, Alternative,
-    Method, MethodChoice, RatioInput,
+    compare_histograms, fisher_exact_one_sided, hodges_lehmann, mann_whitney_u_with, ratio_p_value,
+    Alternative, Buckets, HistogramOptions, Method, MethodChoice, RatioInput,
 };
 use serde::Deserialize;
 use serde_json::Value;
@@ -238,4 +238,49 @@ fn has_ties(x: &[f64], y: &[f64]) -> bool {
     let mut pooled: Vec<f64> = x.iter().chain(y).copied().collect();
     pooled.sort_unstable_by(f64::total_cmp);
     pooled.windows(2).any(|w| w[0] == w[1])
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct HistogramCase {
+    canary: Vec<u64>,
+    stable: Vec<u64>,
+    theta: f64,
+    brunner_munzel: Option<f64>,
+}
+
+/// The histogram form's rank test at `maxIncrease: 0` against scipy on the same requests
+/// expanded to ordinal bucket indices (`tests/reference/gen_histogram_reference.py`):
+/// `theta = U/(nm)` of `mannwhitneyu` and the statistic of `brunnermunzel(distribution="normal")`.
+#[test]
+fn histogram_rank_test_matches_scipy_on_expanded_requests() {
+    #[derive(Deserialize)]
+    struct File {
+        cases: Vec<HistogramCase>,
+    }
+    let text = include_str!("reference/histogram_reference.json");
+    let file: File = serde_json::from_str(text).unwrap();
+    assert_eq!(file.cases.len(), 60);
+    for (i, case) in file.cases.iter().enumerate() {
+        let bounds: Vec<f64> = (1..case.canary.len()).map(|b| b as f64 / 10.0).collect();
+        let side = |counts: &[u64]| Buckets::from_counts(bounds.clone(), counts.to_vec()).unwrap();
+        let out = compare_histograms(
+            &side(&case.canary),
+            &side(&case.stable),
+            &HistogramOptions::new(0.0, 0.95),
+        )
+        .unwrap();
+        let rank = out.rank.unwrap();
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs().max(1.0);
+        assert!(
+            close(rank.theta, case.theta),
+            "case {i}: {rank:?} vs {}",
+            case.theta
+        );
+        assert!(close(rank.theta_untolerated, case.theta), "case {i}");
+        match (rank.brunner_munzel, case.brunner_munzel) {
+            (Some(a), Some(b)) => assert!(close(a, b), "case {i}: {a} vs scipy {b}"),
+            (a, b) => assert_eq!(a.is_none(), b.is_none(), "case {i}: {a:?} vs {b:?}"),
+        }
+    }
 }

@@ -233,6 +233,24 @@ impl Engine {
                         24,
                         8,
                     ),
+                    CompareForm::Histogram { canary, stable, .. } => {
+                        let q = |p: f64, side: &str| format!("histogram_quantile({p}, {})", side.trim());
+                        l.panel(
+                            timeseries(
+                                &format!("{}: latency p50 and p99, canary vs stable", m.name),
+                                "From the bucket counts the gate compares (its test uses every request, not these quantiles).",
+                                vec![
+                                    target("A", &q(0.5, canary), "canary p50"),
+                                    target("B", &q(0.5, stable), "stable p50"),
+                                    target("C", &q(0.99, canary), "canary p99"),
+                                    target("D", &q(0.99, stable), "stable p99"),
+                                ],
+                                &[],
+                            ),
+                            24,
+                            8,
+                        );
+                    }
                 },
                 MetricKind::Fleet(f) => fleet_panels(&mut l, &m.name, f),
             }

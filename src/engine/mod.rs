@@ -25,6 +25,7 @@
 mod call;
 pub mod combine;
 mod compare;
+mod compare_histogram;
 pub mod dashboard;
 mod fleet;
 mod guard;

@@ -72,6 +72,13 @@ pub(super) fn rules(
                 "compare (distribution form): no alert; the gate tests samples over a window, which no instant PromQL expression approximates (the recording rules give both sides)".into(),
             );
         }
+        CompareForm::Histogram { canary, stable, .. } => {
+            out.record("canary_buckets", canary);
+            out.record("stable_buckets", stable);
+            out.notes.push(
+                "compare (histogram form): no alert; the gate's rank test over per-request bucket counts has no PromQL equivalent (the recording rules give both sides' buckets, for histogram_quantile)".into(),
+            );
+        }
     }
     out
 }
