@@ -389,14 +389,10 @@ fn counts_outside_argos_int32_are_an_error_naming_count() {
         {"method": "GetMetadata", "metric": {"name": "max", "interval": "1m", "count": "2147483647", "spec": s}},
     ]));
     let says = "count: expected a whole number from 0 to 2147483647";
-    for i in 0..2 {
-        let m = &replies[i]["measurement"];
-        assert_eq!(m["phase"], "Error", "{}", replies[i]);
-        assert!(
-            m["message"].as_str().unwrap().contains(says),
-            "{}",
-            replies[i]
-        );
+    for reply in &replies[..2] {
+        let m = &reply["measurement"];
+        assert_eq!(m["phase"], "Error", "{reply}");
+        assert!(m["message"].as_str().unwrap().contains(says), "{reply}");
     }
     assert!(replies[0]["measurement"]["message"]
         .as_str()
