@@ -52,13 +52,6 @@ pub fn plugin_log_filter(value: &str, source: &str) -> Result<EnvFilter, LogLeve
     EnvFilter::try_new(value.to_ascii_lowercase()).map_err(|_| err())
 }
 
-/// Installs hclog JSON logging (see [`init_hclog_logging`]) with `level`, a level or
-/// EnvFilter directives; an invalid one falls back to `info` (`serve --log-format json`; plugin
-/// mode checks its level with [`plugin_log_filter`] first).
-pub fn init_plugin_logging(level: &str) {
-    init_hclog_logging(filter(level));
-}
-
 /// Installs JSON logging for plugin mode: one hclog line per event on stderr, with `@level`,
 /// `@message`, `@timestamp` (`2006-01-02T15:04:05.000000Z07:00`), `@module` and the event's
 /// fields. Does nothing if a subscriber is already installed.
