@@ -108,11 +108,19 @@ fn the_example_and_the_manifest_give_rules_promtool_accepts() {
 }
 
 #[test]
-fn a_template_without_a_fleet_metric_is_an_error() {
-    let out = rules(&root().join("examples/error-rate.yaml"), &[]);
+fn a_template_without_a_rollgate_metric_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("builtin.yaml");
+    std::fs::write(
+        &file,
+        "apiVersion: argoproj.io/v1alpha1\nkind: AnalysisTemplate\nmetadata: {name: b}\nspec:\n  metrics:\n    - name: m\n      successCondition: result[0] < 1\n      provider:\n        prometheus: {address: 'http://p:9090', query: 'sum(x)'}\n",
+    )
+    .unwrap();
+    let out = rules(&file, &[]);
     assert_eq!(out.status.code(), Some(3));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("no fleet metric"), "{err}");
+    assert!(err.contains("no metric gives rules"), "{err}");
+    assert!(err.contains("b/m"), "{err}");
     assert!(out.stdout.is_empty());
 }
 
