@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::stub::{json, vector_body, Reply, Stub};
+use super::stub::{json, vector_body, Reply, Stub};
 use chrono::{TimeZone, Utc};
 use rollgate::prometheus::{
     BasicAuth, Client, PrometheusConfig, PrometheusError, QueryData, QueryRequest, QueryResponse,
@@ -457,8 +457,8 @@ async fn bearer_token_is_reread_on_every_request() {
 #[tokio::test]
 async fn basic_auth_from_password_file_and_from_url() {
     let stub = Stub::start(|req, _| {
-        let alice = format!("Basic {}", crate::stub::base64(b"alice:s3cr3t pw"));
-        let bob = format!("Basic {}", crate::stub::base64(b"bob@corp:p:w/1"));
+        let alice = format!("Basic {}", super::stub::base64(b"alice:s3cr3t pw"));
+        let bob = format!("Basic {}", super::stub::base64(b"bob@corp:p:w/1"));
         match req.header("authorization") {
             Some(h) if h == alice => json(200, &vector_body("1")),
             Some(h) if h == bob => json(200, &vector_body("2")),

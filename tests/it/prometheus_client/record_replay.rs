@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::stub::{json, Stub};
+use super::stub::{json, Stub};
 use chrono::{TimeZone, Utc};
 use rollgate::prometheus::{
     Backend, Client, PrometheusConfig, PrometheusError, QueryRequest, Recorder, Replay,

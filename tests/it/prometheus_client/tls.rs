@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use crate::stub::{json, vector_body, Stub};
+use super::stub::{json, vector_body, Stub};
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
 use rollgate::prometheus::{Client, PrometheusConfig, PrometheusError, QueryData, QueryRequest};
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
