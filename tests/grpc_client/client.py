@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A client of rollgate's gRPC endpoint not written in Rust, for tests/grpc_remote.rs.
+"""A client of rollgate's gRPC endpoint not written in Rust, for tests/it/grpc_remote.rs.
 
 Generates Python stubs with grpcio-tools from proto/ (and the minimal health and reflection
 protos in proto/grpcmin next to this file; not under grpc/, which would shadow grpcio) into a temporary directory, calls the server, and prints one JSON

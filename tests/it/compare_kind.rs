@@ -1,6 +1,6 @@
 //! The `compare` metric kind against a real Prometheus with generated canary/stable pairs.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -1,8 +1,8 @@
 //! Operating `rollgate serve`: probes, /metrics, TLS, start-up errors, SIGHUP reloads, reloads
 //! on file changes and SIGTERM with requests in flight — the real binary on 127.0.0.1.
 
-mod serve_common;
-mod support;
+use crate::serve_common;
+use crate::support;
 
 use std::net::TcpStream;
 use std::time::{Duration, Instant};

@@ -4,7 +4,7 @@
 //! stall spending `minCompletion`, completion tiers before and after their deadlines, a support
 //! window with N, N-1 and N-2, `rollgate fleet plan|versions` line by line, and bad input.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeSet;
 use std::process::Command;

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::stub::{json, Stub};
+use crate::support::stub::{json, Stub};
 use chrono::{TimeZone, Utc};
 use rollgate::prometheus::{
     Backend, Client, PrometheusConfig, PrometheusError, QueryRequest, Recorder, Replay,
@@ -10,7 +10,7 @@ use rollgate::prometheus::{
 
 #[tokio::test]
 async fn record_then_replay_round_trip() {
-    let stub = Stub::start(|req, _| match req.field("query").as_deref() {
+    let stub = Stub::script(|req, _| match req.param("query").as_deref() {
         Some("sum(up)") => json(
             200,
             r#"{"status":"success","data":{"resultType":"vector","result":[{"metric":{"job":"a"},"value":[1700000000,"3"]},{"metric":{"job":"b"},"value":[1700000000,"+Inf"]}]},"warnings":["w1"]}"#,
@@ -23,11 +23,10 @@ async fn record_then_replay_round_trip() {
             400,
             r#"{"status":"error","errorType":"bad_data","error":"parse error"}"#,
         ),
-    })
-    .await;
+    });
     let recorder = Recorder::new();
     let live = Backend::Recording(Client::new(), recorder.clone());
-    let cfg = PrometheusConfig::new(stub.url());
+    let cfg = PrometheusConfig::new(stub.url.clone());
     let instant = QueryRequest::instant(
         "sum(up)",
         Some(Utc.timestamp_opt(1_700_000_000, 0).unwrap()),
@@ -98,7 +97,7 @@ async fn record_then_replay_round_trip() {
 
 #[tokio::test]
 async fn recorder_keeps_final_answers_only() {
-    let stub = Stub::start(|_, i| {
+    let stub = Stub::script(|_, i| {
         if i == 0 {
             json(503, "busy")
         } else {
@@ -107,16 +106,15 @@ async fn recorder_keeps_final_answers_only() {
                 r#"{"status":"success","data":{"resultType":"scalar","result":[1,"5"]}}"#,
             )
         }
-    })
-    .await;
+    });
     let recorder = Recorder::new();
     let backend = Backend::Recording(Client::new(), recorder.clone());
     let req = QueryRequest::instant("up", None);
     backend
-        .query(&PrometheusConfig::new(stub.url()), &req, None)
+        .query(&PrometheusConfig::new(stub.url.clone()), &req, None)
         .await
         .unwrap();
-    assert_eq!(stub.count(), 2);
+    assert_eq!(stub.requests(), 2);
     assert_eq!(recorder.len(), 1);
     let replay = Replay::from_json(&recorder.to_json()).unwrap();
     assert!(replay.answer(&req).is_ok());

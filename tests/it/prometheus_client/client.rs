@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::stub::{json, vector_body, Reply, Stub};
+use crate::support::stub::{json, vector_body, Reply, Stub};
 use chrono::{TimeZone, Utc};
 use rollgate::prometheus::{
     BasicAuth, Client, PrometheusConfig, PrometheusError, QueryData, QueryRequest, QueryResponse,
@@ -40,8 +40,8 @@ fn assert_no_secret(e: &PrometheusError, secrets: &[&str]) {
 
 #[tokio::test]
 async fn instant_query_request_shape() {
-    let stub = Stub::start(|_, _| json(200, &vector_body("1.5"))).await;
-    let mut c = cfg(format!("{}/prom/", stub.url()));
+    let stub = Stub::script(|_, _| json(200, &vector_body("1.5")));
+    let mut c = cfg(format!("{}/prom/", stub.url));
     c.headers = vec![
         ("X-Scope-OrgID".into(), "team-a".into()),
         ("X-Extra".into(), "1".into()),
@@ -63,15 +63,15 @@ async fn instant_query_request_shape() {
     assert_eq!(req.header("x-scope-orgid"), Some("team-a"));
     assert_eq!(req.header("x-extra"), Some("1"));
     assert_eq!(req.header("authorization"), None);
-    assert_eq!(req.field("query").as_deref(), Some(q));
-    assert_eq!(req.field("time").as_deref(), Some("1712345678.250"));
-    assert_eq!(req.field("partial_response").as_deref(), Some("false"));
-    assert_eq!(req.field("deny_partial_response").as_deref(), Some("1"));
+    assert_eq!(req.param("query").as_deref(), Some(q));
+    assert_eq!(req.param("time").as_deref(), Some("1712345678.250"));
+    assert_eq!(req.param("partial_response").as_deref(), Some("false"));
+    assert_eq!(req.param("deny_partial_response").as_deref(), Some("1"));
 }
 
 #[tokio::test]
 async fn localhost_resolves() {
-    let stub = Stub::start(|_, _| json(200, &vector_body("9"))).await;
+    let stub = Stub::script(|_, _| json(200, &vector_body("9")));
     let c = cfg(format!("http://localhost:{}", stub.addr.port()));
     let r = Client::new().query(&c, &up(), None).await.unwrap();
     assert_eq!(first_value(&r), 9.0);
@@ -82,7 +82,7 @@ async fn range_query_returns_matrix() {
     let body = r#"{"status":"success","data":{"resultType":"matrix","result":[
         {"metric":{"pod":"a"},"values":[[1700000000,"1"],[1700000060,"+Inf"]]},
         {"metric":{"pod":"b"},"values":[[1700000000,"-Inf"]]}]}}"#;
-    let stub = Stub::start(move |_, _| json(200, body)).await;
+    let stub = Stub::script(move |_, _| json(200, body));
     let req = QueryRequest::Range {
         query: "rate(x[1m])".into(),
         start: Utc.timestamp_opt(1_700_000_000, 0).unwrap(),
@@ -90,7 +90,7 @@ async fn range_query_returns_matrix() {
         step: Duration::from_secs(60),
     };
     let r = Client::new()
-        .query(&cfg(stub.url()), &req, None)
+        .query(&cfg(stub.url.clone()), &req, None)
         .await
         .unwrap();
     let QueryData::Matrix(m) = &r.data else {
@@ -102,16 +102,16 @@ async fn range_query_returns_matrix() {
     assert_eq!(m[1].samples[0].value, f64::NEG_INFINITY);
     let sent = stub.request(0);
     assert_eq!(sent.path(), "/api/v1/query_range");
-    assert_eq!(sent.field("start").as_deref(), Some("1700000000"));
-    assert_eq!(sent.field("end").as_deref(), Some("1700000060"));
-    assert_eq!(sent.field("step").as_deref(), Some("60"));
-    assert_eq!(sent.field("partial_response").as_deref(), Some("false"));
-    assert_eq!(sent.field("deny_partial_response").as_deref(), Some("1"));
+    assert_eq!(sent.param("start").as_deref(), Some("1700000000"));
+    assert_eq!(sent.param("end").as_deref(), Some("1700000060"));
+    assert_eq!(sent.param("step").as_deref(), Some("60"));
+    assert_eq!(sent.param("partial_response").as_deref(), Some("false"));
+    assert_eq!(sent.param("deny_partial_response").as_deref(), Some("1"));
 }
 
 #[tokio::test]
 async fn scalar_nan_and_warnings() {
-    let stub = Stub::start(|_, i| {
+    let stub = Stub::script(|_, i| {
         if i == 0 {
             json(
                 200,
@@ -120,13 +120,18 @@ async fn scalar_nan_and_warnings() {
         } else {
             json(200, &vector_body("+Inf"))
         }
-    })
-    .await;
+    });
     let client = Client::new();
-    let r = client.query(&cfg(stub.url()), &up(), None).await.unwrap();
+    let r = client
+        .query(&cfg(stub.url.clone()), &up(), None)
+        .await
+        .unwrap();
     assert!(first_value(&r).is_nan());
     assert_eq!(r.warnings, vec!["store A unreachable"]);
-    let r = client.query(&cfg(stub.url()), &up(), None).await.unwrap();
+    let r = client
+        .query(&cfg(stub.url.clone()), &up(), None)
+        .await
+        .unwrap();
     assert_eq!(first_value(&r), f64::INFINITY);
     assert!(r.warnings.is_empty());
 }
@@ -155,15 +160,15 @@ async fn connection_refused_is_retried_then_reported() {
 
 #[tokio::test]
 async fn silent_server_times_out_per_attempt() {
-    let stub = Stub::start(|_, _| Reply::Silent).await;
-    let mut c = cfg(stub.url());
+    let stub = Stub::script(|_, _| Reply::Silent);
+    let mut c = cfg(stub.url.clone());
     c.timeout = Duration::from_millis(300);
     c.retries = 1;
     let started = Instant::now();
     let e = Client::new().query(&c, &up(), None).await.unwrap_err();
     let elapsed = started.elapsed();
     assert!(matches!(e, PrometheusError::Timeout { .. }), "{e:?}");
-    assert_eq!(stub.count(), 2);
+    assert_eq!(stub.requests(), 2);
     // timeout * (retries + 1) + one 100 ms backoff, plus slack.
     assert!(elapsed >= Duration::from_millis(700), "{elapsed:?}");
     assert!(elapsed < Duration::from_millis(700 + 1000), "{elapsed:?}");
@@ -172,8 +177,8 @@ async fn silent_server_times_out_per_attempt() {
 
 #[tokio::test]
 async fn deadline_cuts_attempts_and_retries_short() {
-    let stub = Stub::start(|_, _| Reply::Silent).await;
-    let mut c = cfg(stub.url());
+    let stub = Stub::script(|_, _| Reply::Silent);
+    let mut c = cfg(stub.url.clone());
     c.timeout = Duration::from_secs(10);
     c.retries = 5;
     let started = Instant::now();
@@ -185,10 +190,10 @@ async fn deadline_cuts_attempts_and_retries_short() {
     let elapsed = started.elapsed();
     assert!(matches!(e, PrometheusError::Timeout { .. }), "{e:?}");
     assert!(elapsed < Duration::from_millis(400 + 500), "{elapsed:?}");
-    assert_eq!(stub.count(), 1);
+    assert_eq!(stub.requests(), 1);
 
-    let stub = Stub::start(|_, _| json(503, "busy")).await;
-    let mut c = cfg(stub.url());
+    let stub = Stub::script(|_, _| json(503, "busy"));
+    let mut c = cfg(stub.url.clone());
     c.retries = 10;
     let started = Instant::now();
     let deadline = started + Duration::from_millis(500);
@@ -201,7 +206,7 @@ async fn deadline_cuts_attempts_and_retries_short() {
         "{e:?}"
     );
     // Attempts at ~0, ~100 and ~300 ms; the next backoff (400 ms) would pass the deadline.
-    assert_eq!(stub.count(), 3);
+    assert_eq!(stub.requests(), 3);
     assert!(started.elapsed() < Duration::from_millis(500));
 
     let past = Instant::now();
@@ -211,18 +216,17 @@ async fn deadline_cuts_attempts_and_retries_short() {
         .await
         .unwrap_err();
     assert!(matches!(e, PrometheusError::Timeout { .. }), "{e:?}");
-    assert_eq!(stub.count(), 3);
+    assert_eq!(stub.requests(), 3);
 }
 
 #[tokio::test]
 async fn http_500_is_not_retried() {
-    let stub = Stub::start(|_, _| Reply::Full {
+    let stub = Stub::script(|_, _| Reply::Full {
         status: 500,
         body: b"<html>oops</html>".to_vec(),
-    })
-    .await;
+    });
     let e = Client::new()
-        .query(&cfg(stub.url()), &up(), None)
+        .query(&cfg(stub.url.clone()), &up(), None)
         .await
         .unwrap_err();
     match &e {
@@ -233,12 +237,12 @@ async fn http_500_is_not_retried() {
         } => assert_eq!(excerpt, "<html>oops</html>"),
         other => panic!("{other:?}"),
     }
-    assert_eq!(stub.count(), 1);
+    assert_eq!(stub.requests(), 1);
 }
 
 #[tokio::test]
 async fn retry_after_503_succeeds() {
-    let stub = Stub::start(|_, i| {
+    let stub = Stub::script(|_, i| {
         if i == 0 {
             json(
                 503,
@@ -247,29 +251,27 @@ async fn retry_after_503_succeeds() {
         } else {
             json(200, &vector_body("7"))
         }
-    })
-    .await;
+    });
     let r = Client::new()
-        .query(&cfg(stub.url()), &up(), None)
+        .query(&cfg(stub.url.clone()), &up(), None)
         .await
         .unwrap();
     assert_eq!(first_value(&r), 7.0);
-    assert_eq!(stub.count(), 2);
+    assert_eq!(stub.requests(), 2);
 }
 
 #[tokio::test]
 async fn persistent_503_makes_bounded_attempts() {
-    let stub = Stub::start(|_, _| {
+    let stub = Stub::script(|_, _| {
         json(
             503,
             r#"{"status":"error","errorType":"timeout","error":"query timed out"}"#,
         )
-    })
-    .await;
-    let mut c = cfg(stub.url());
+    });
+    let mut c = cfg(stub.url.clone());
     c.retries = 3;
     let e = Client::new().query(&c, &up(), None).await.unwrap_err();
-    assert_eq!(stub.count(), 4);
+    assert_eq!(stub.requests(), 4);
     match &e {
         PrometheusError::Api {
             status: 503,
@@ -286,18 +288,21 @@ async fn persistent_503_makes_bounded_attempts() {
 
 #[tokio::test]
 async fn bad_data_is_not_retried() {
-    let stub = Stub::start(|_, _| {
+    let stub = Stub::script(|_, _| {
         json(
             400,
             r#"{"status":"error","errorType":"bad_data","error":"1:4: parse error: unclosed left parenthesis"}"#,
         )
-    })
-    .await;
+    });
     let e = Client::new()
-        .query(&cfg(stub.url()), &QueryRequest::instant("sum(", None), None)
+        .query(
+            &cfg(stub.url.clone()),
+            &QueryRequest::instant("sum(", None),
+            None,
+        )
         .await
         .unwrap_err();
-    assert_eq!(stub.count(), 1);
+    assert_eq!(stub.requests(), 1);
     match &e {
         PrometheusError::Api {
             status: 400,
@@ -315,35 +320,32 @@ async fn bad_data_is_not_retried() {
 
 #[tokio::test]
 async fn malformed_and_truncated_bodies() {
-    let stub =
-        Stub::start(|_, _| json(200, r#"{"status":"success","data":{"resultType":"vec"#)).await;
+    let stub = Stub::script(|_, _| json(200, r#"{"status":"success","data":{"resultType":"vec"#));
     let e = Client::new()
-        .query(&cfg(stub.url()), &up(), None)
+        .query(&cfg(stub.url.clone()), &up(), None)
         .await
         .unwrap_err();
     assert!(matches!(e, PrometheusError::Malformed { .. }), "{e:?}");
-    assert_eq!(stub.count(), 1);
+    assert_eq!(stub.requests(), 1);
 
     // Connection closed before Content-Length bytes arrived: a transport error, never data.
-    let stub = Stub::start(|_, _| Reply::Truncated {
+    let stub = Stub::script(|_, _| Reply::Truncated {
         declared: 1000,
         body: vector_body("1").into_bytes(),
-    })
-    .await;
-    let mut c = cfg(stub.url());
+    });
+    let mut c = cfg(stub.url.clone());
     c.retries = 0;
     let e = Client::new().query(&c, &up(), None).await.unwrap_err();
     assert!(matches!(e, PrometheusError::Connect { .. }), "{e:?}");
     assert!(e.to_string().contains("broke off"), "{e}");
 
     // Close-delimited body cut in the middle of the JSON.
-    let stub = Stub::start(|_, _| Reply::CloseDelimited {
+    let stub = Stub::script(|_, _| Reply::CloseDelimited {
         status: 200,
         body: vector_body("1").as_bytes()[..40].to_vec(),
-    })
-    .await;
+    });
     let e = Client::new()
-        .query(&cfg(stub.url()), &up(), None)
+        .query(&cfg(stub.url.clone()), &up(), None)
         .await
         .unwrap_err();
     assert!(matches!(e, PrometheusError::Malformed { .. }), "{e:?}");
@@ -351,9 +353,8 @@ async fn malformed_and_truncated_bodies() {
 
 #[tokio::test]
 async fn size_cap_declared_and_streamed() {
-    let stub =
-        Stub::start(|_, _| json(200, &format!("{}{}", vector_body("1"), " ".repeat(5000)))).await;
-    let mut c = cfg(stub.url());
+    let stub = Stub::script(|_, _| json(200, &format!("{}{}", vector_body("1"), " ".repeat(5000))));
+    let mut c = cfg(stub.url.clone());
     c.max_response_bytes = 4096;
     let e = Client::new().query(&c, &up(), None).await.unwrap_err();
     assert!(
@@ -361,16 +362,15 @@ async fn size_cap_declared_and_streamed() {
         "{e:?}"
     );
     assert!(!e.is_retryable());
-    assert_eq!(stub.count(), 1);
+    assert_eq!(stub.requests(), 1);
 
     // No Content-Length: the running count trips the cap.
-    let stub = Stub::start(|_, _| Reply::Chunked {
+    let stub = Stub::script(|_, _| Reply::Chunked {
         status: 200,
         chunks: 100,
         size: 1000,
-    })
-    .await;
-    let mut c = cfg(stub.url());
+    });
+    let mut c = cfg(stub.url.clone());
     c.max_response_bytes = 10_000;
     let e = Client::new().query(&c, &up(), None).await.unwrap_err();
     assert!(
@@ -381,8 +381,8 @@ async fn size_cap_declared_and_streamed() {
     // Just under the cap is fine.
     let body = vector_body("2");
     let len = body.len() as u64;
-    let stub = Stub::start(move |_, _| json(200, &body)).await;
-    let mut c = cfg(stub.url());
+    let stub = Stub::script(move |_, _| json(200, &body));
+    let mut c = cfg(stub.url.clone());
     c.max_response_bytes = len;
     let r = Client::new().query(&c, &up(), None).await.unwrap();
     assert_eq!(first_value(&r), 2.0);
@@ -390,15 +390,14 @@ async fn size_cap_declared_and_streamed() {
 
 #[tokio::test]
 async fn string_result_is_rejected() {
-    let stub = Stub::start(|_, _| {
+    let stub = Stub::script(|_, _| {
         json(
             200,
             r#"{"status":"success","data":{"resultType":"string","result":[1,"hello"]}}"#,
         )
-    })
-    .await;
+    });
     let e = Client::new()
-        .query(&cfg(stub.url()), &up(), None)
+        .query(&cfg(stub.url.clone()), &up(), None)
         .await
         .unwrap_err();
     assert!(
@@ -409,7 +408,7 @@ async fn string_result_is_rejected() {
 
 #[tokio::test]
 async fn bearer_token_is_reread_on_every_request() {
-    let stub = Stub::start(|req, _| match req.header("authorization") {
+    let stub = Stub::script(|req, _| match req.header("authorization") {
         Some("Bearer tok-one") => json(200, &vector_body("1")),
         Some("Bearer tok-two") => json(200, &vector_body("2")),
         other => json(
@@ -419,12 +418,11 @@ async fn bearer_token_is_reread_on_every_request() {
                 other.unwrap_or("none")
             ),
         ),
-    })
-    .await;
+    });
     let dir = tempfile::tempdir().unwrap();
     let token = dir.path().join("token");
     std::fs::write(&token, "tok-one\n").unwrap();
-    let mut c = cfg(stub.url());
+    let mut c = cfg(stub.url.clone());
     c.bearer_token_file = Some(token.clone());
     let client = Client::new();
     assert_eq!(
@@ -451,25 +449,24 @@ async fn bearer_token_is_reread_on_every_request() {
     let e = client.query(&c, &up(), None).await.unwrap_err();
     assert!(matches!(e, PrometheusError::Config(_)), "{e:?}");
     assert!(e.to_string().contains(&token.display().to_string()), "{e}");
-    assert_eq!(stub.count(), 3);
+    assert_eq!(stub.requests(), 3);
 }
 
 #[tokio::test]
 async fn basic_auth_from_password_file_and_from_url() {
-    let stub = Stub::start(|req, _| {
-        let alice = format!("Basic {}", crate::stub::base64(b"alice:s3cr3t pw"));
-        let bob = format!("Basic {}", crate::stub::base64(b"bob@corp:p:w/1"));
+    let stub = Stub::script(|req, _| {
+        let alice = format!("Basic {}", crate::support::stub::base64(b"alice:s3cr3t pw"));
+        let bob = format!("Basic {}", crate::support::stub::base64(b"bob@corp:p:w/1"));
         match req.header("authorization") {
             Some(h) if h == alice => json(200, &vector_body("1")),
             Some(h) if h == bob => json(200, &vector_body("2")),
             _ => json(401, "denied"),
         }
-    })
-    .await;
+    });
     let dir = tempfile::tempdir().unwrap();
     let pw = dir.path().join("pw");
     std::fs::write(&pw, "s3cr3t pw\n").unwrap();
-    let mut c = cfg(stub.url());
+    let mut c = cfg(stub.url.clone());
     c.basic_auth = Some(BasicAuth {
         username: "alice".into(),
         password_file: pw.clone(),
@@ -497,12 +494,11 @@ async fn basic_auth_from_password_file_and_from_url() {
 
 #[tokio::test]
 async fn sensitive_headers_never_surface() {
-    let stub = Stub::start(|req, _| {
+    let stub = Stub::script(|req, _| {
         // A misbehaving proxy that echoes the request headers into an error page.
         json(502, &format!("bad gateway: {:?}", req.headers))
-    })
-    .await;
-    let mut c = cfg(stub.url());
+    });
+    let mut c = cfg(stub.url.clone());
     c.retries = 0;
     c.headers = vec![
         ("Authorization".into(), "Bearer hdr-secret-1".into()),
@@ -520,44 +516,42 @@ async fn sensitive_headers_never_surface() {
 
 #[tokio::test]
 async fn method_not_allowed_falls_back_to_get() {
-    let stub = Stub::start(|req, _| {
+    let stub = Stub::script(|req, _| {
         if req.method == "POST" {
             json(405, "method not allowed")
         } else {
             json(200, &vector_body("3"))
         }
-    })
-    .await;
+    });
     let r = Client::new()
         .query(
-            &cfg(stub.url()),
+            &cfg(stub.url.clone()),
             &QueryRequest::instant("a + b", None),
             None,
         )
         .await
         .unwrap();
     assert_eq!(first_value(&r), 3.0);
-    assert_eq!(stub.count(), 2);
+    assert_eq!(stub.requests(), 2);
     let get = stub.request(1);
     assert_eq!(get.method, "GET");
     assert_eq!(get.path(), "/api/v1/query");
-    assert_eq!(get.field("query").as_deref(), Some("a + b"));
-    assert_eq!(get.field("partial_response").as_deref(), Some("false"));
-    assert_eq!(get.field("deny_partial_response").as_deref(), Some("1"));
+    assert_eq!(get.param("query").as_deref(), Some("a + b"));
+    assert_eq!(get.param("partial_response").as_deref(), Some("false"));
+    assert_eq!(get.param("deny_partial_response").as_deref(), Some("1"));
 }
 
 #[tokio::test]
 async fn concurrent_queries_share_one_client() {
     let hits = Arc::new(AtomicUsize::new(0));
     let h = hits.clone();
-    let stub = Stub::start(move |req, _| {
+    let stub = Stub::script(move |req, _| {
         h.fetch_add(1, Ordering::SeqCst);
-        let q = req.field("query").unwrap();
+        let q = req.param("query").unwrap();
         json(200, &vector_body(q.trim_start_matches("v")))
-    })
-    .await;
+    });
     let client = Client::new();
-    let c = cfg(stub.url());
+    let c = cfg(stub.url.clone());
     let tasks: Vec<_> = (0..20)
         .map(|i| {
             let client = client.clone();

@@ -2,7 +2,7 @@
 //! that goes bad at a known time and a healthy one; batched (range queries) versus one instant
 //! query per check; record/replay; bad input; Prometheus failing in the middle of the run.
 
-mod support;
+use crate::support;
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};

@@ -8,9 +8,8 @@
 //! go-plugin 1.0.1 supports AutoMTLS but predates GRPCStdio: grpchost opens
 //! `plugin.GRPCStdio/StreamStdio` itself, as newer go-plugin hosts do.
 
-#[path = "grpc_support/mod.rs"]
-mod grpc_support;
-mod support;
+use crate::grpc_support;
+use crate::support;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};

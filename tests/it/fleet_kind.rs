@@ -2,7 +2,7 @@
 //! kube-state-metrics data (the standard fleet, the clean fleet, the seed scenario before and
 //! after convergence), and against faulty servers.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeSet;
 use std::time::Duration;

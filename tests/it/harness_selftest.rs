@@ -2,7 +2,7 @@
 //! real PromQL against a real Prometheus, and the fault stub is checked with real HTTP clients.
 //! It does not use the rollgate library.
 
-mod support;
+use crate::support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};

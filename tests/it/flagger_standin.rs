@@ -25,8 +25,8 @@
 //! here, so a run's fate is decided by the webhooks alone. Intervals are not waited for (the
 //! data does not change with time); the retry back-off is waited for, as Flagger waits.
 
-mod serve_common;
-mod support;
+use crate::serve_common;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

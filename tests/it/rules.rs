@@ -4,7 +4,7 @@
 //! harness) at the same instants, and `promtool test rules` on the harness's own samples with
 //! the gate's verdicts as the expected alerts.
 
-mod support;
+use crate::support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

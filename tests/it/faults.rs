@@ -9,8 +9,7 @@
 //!   `--request-timeout`: the slow clients are cut within the timeout, every caller gets its
 //!   answer, `/healthz` answers throughout, memory stays bounded.
 
-mod serve_common;
-mod support;
+use crate::{serve_common, support};
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

@@ -5,8 +5,7 @@
 //! invalid JSON, a 10 MB request, undecodable bytes), deadlines and the server's budget, and
 //! TLS. The server runs in this process on 127.0.0.1; Python connects over TCP.
 
-mod serve_common;
-mod support;
+use crate::{serve_common, support};
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener as StdListener};

@@ -3,8 +3,8 @@
 //! it — args substituted into `jsonBody`, POSTed with its headers, `jsonPath` applied, the
 //! template's conditions evaluated with Argo's semantics — against the real Prometheus.
 
-mod serve_common;
-mod support;
+use crate::serve_common;
+use crate::support;
 
 use std::path::Path;
 use std::time::Duration;

@@ -9,7 +9,7 @@
 //! Also here: partial answers and info notes as VictoriaMetrics cluster and Prometheus
 //! 2.50–2.54 send them (exact shapes from their source), through the engine.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -4,5 +4,4 @@
 mod client;
 mod real_prometheus;
 mod record_replay;
-mod stub;
 mod tls;

@@ -2,7 +2,7 @@
 //! controller (tests/gohost): the protocol, every method with full AnalysisRun values, bad
 //! input, shutdown, concurrency, and each metric kind against a real Prometheus.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 

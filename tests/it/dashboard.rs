@@ -7,7 +7,7 @@
 //! The two npm packages (`@grafana/schema@13.2.3`, `typescript@5.9.3`) are installed by this
 //! test into `target/grafana-schema` on first use (`npm install`, the npm registry).
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -2,8 +2,8 @@
 //! exact payloads for each hook type, against the real Prometheus with generated data, and
 //! against fake Prometheus servers for the faults.
 
-mod serve_common;
-mod support;
+use crate::serve_common;
+use crate::support;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

@@ -2,16 +2,15 @@
 
 use std::sync::Arc;
 
-use crate::stub::{json, vector_body, Stub};
+use crate::support::stub::{json, vector_body, Stub};
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
 use rollgate::prometheus::{Client, PrometheusConfig, PrometheusError, QueryData, QueryRequest};
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use tokio_rustls::rustls::{self, ServerConfig};
-use tokio_rustls::TlsAcceptor;
 
 struct Pki {
     ca_pem: String,
-    acceptor: TlsAcceptor,
+    config: Arc<ServerConfig>,
 }
 
 /// A test CA and a server certificate for 127.0.0.1 signed by it.
@@ -41,7 +40,7 @@ fn pki() -> Pki {
         .unwrap();
     Pki {
         ca_pem: ca.pem(),
-        acceptor: TlsAcceptor::from(Arc::new(config)),
+        config: Arc::new(config),
     }
 }
 
@@ -52,7 +51,7 @@ fn up() -> QueryRequest {
 #[tokio::test]
 async fn tls_with_ca_file_insecure_and_unverified() {
     let pki = pki();
-    let stub = Stub::start_tls(pki.acceptor.clone(), |_, _| json(200, &vector_body("4"))).await;
+    let stub = Stub::script_tls(pki.config.clone(), |_, _| json(200, &vector_body("4")));
     let address = format!("https://{}", stub.addr);
     let client = Client::new();
 
@@ -62,7 +61,7 @@ async fn tls_with_ca_file_insecure_and_unverified() {
     let e = client.query(&c, &up(), None).await.unwrap_err();
     assert!(matches!(e, PrometheusError::Connect { .. }), "{e:?}");
     assert!(e.to_string().contains("certificate"), "{e}");
-    assert_eq!(stub.count(), 0);
+    assert_eq!(stub.requests(), 0);
 
     // The CA file makes it trusted.
     let dir = tempfile::tempdir().unwrap();
@@ -72,14 +71,14 @@ async fn tls_with_ca_file_insecure_and_unverified() {
     trusted.ca_file = Some(ca_path.clone());
     let r = client.query(&trusted, &up(), None).await.unwrap();
     assert!(matches!(&r.data, QueryData::Vector(v) if v[0].sample.value == 4.0));
-    assert_eq!(stub.count(), 1);
+    assert_eq!(stub.requests(), 1);
 
     // insecure_skip_verify accepts it without the CA.
     let mut insecure = c.clone();
     insecure.insecure_skip_verify = true;
     let r = client.query(&insecure, &up(), None).await.unwrap();
     assert!(matches!(&r.data, QueryData::Vector(v) if v.len() == 1));
-    assert_eq!(stub.count(), 2);
+    assert_eq!(stub.requests(), 2);
 
     // A CA file that is not PEM is a configuration error naming the file.
     let garbage = dir.path().join("garbage.pem");
@@ -99,7 +98,7 @@ async fn tls_with_ca_file_insecure_and_unverified() {
 async fn a_different_ca_is_not_trusted() {
     let server = pki();
     let other = pki();
-    let stub = Stub::start_tls(server.acceptor.clone(), |_, _| json(200, &vector_body("1"))).await;
+    let stub = Stub::script_tls(server.config.clone(), |_, _| json(200, &vector_body("1")));
     let dir = tempfile::tempdir().unwrap();
     let ca_path = dir.path().join("other-ca.pem");
     std::fs::write(&ca_path, &other.ca_pem).unwrap();
@@ -108,5 +107,5 @@ async fn a_different_ca_is_not_trusted() {
     c.ca_file = Some(ca_path);
     let e = Client::new().query(&c, &up(), None).await.unwrap_err();
     assert!(matches!(e, PrometheusError::Connect { .. }), "{e:?}");
-    assert_eq!(stub.count(), 0);
+    assert_eq!(stub.requests(), 0);
 }

@@ -1,8 +1,8 @@
 //! The shipped examples run on their replay files with the documented verdicts, and the replay
 //! files can be re-recorded from a real Prometheus with generated data:
-//! `ROLLGATE_RECORD_EXAMPLES=1 cargo test --release --test examples -- --ignored`.
+//! `ROLLGATE_RECORD_EXAMPLES=1 cargo test --release --test it examples:: -- --ignored`.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

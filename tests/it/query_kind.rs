@@ -1,7 +1,7 @@
 //! The `query` metric kind end to end: the engine against a real Prometheus with generated data
 //! (guard, no-data policy, conditions, every phase), and against faulty servers.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

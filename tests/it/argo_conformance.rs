@@ -9,14 +9,14 @@
 //! conditions and a phase. The phase must be Argo's, unless the case is in `allowlist.tsv`
 //! with a reason documented in `docs/conditions.md`.
 //!
-//! The test prints the counts by group; `cargo test --release --test argo_conformance --
+//! The test prints the counts by group; `cargo test --release --test it argo_conformance:: --
 //! --nocapture` shows them. It also runs in debug builds (overflow checks on).
 //!
 //! The other tests show that one metric's broken condition errors only that metric, as in
 //! Argo: through the `rollgate dry-run` binary, and through `rollgate serve`'s HTTP surface.
 
-mod serve_common;
-mod support;
+use crate::serve_common;
+use crate::support;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
