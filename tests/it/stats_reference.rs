@@ -258,7 +258,7 @@ fn histogram_rank_test_matches_scipy_on_expanded_requests() {
     struct File {
         cases: Vec<HistogramCase>,
     }
-    let text = include_str!("reference/histogram_reference.json");
+    let text = include_str!("../reference/histogram_reference.json");
     let file: File = serde_json::from_str(text).unwrap();
     assert_eq!(file.cases.len(), 60);
     for (i, case) in file.cases.iter().enumerate() {
