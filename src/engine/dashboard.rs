@@ -234,7 +234,9 @@ impl Engine {
                         8,
                     ),
                     CompareForm::Histogram { canary, stable, .. } => {
-                        let q = |p: f64, side: &str| format!("histogram_quantile({p}, {})", side.trim());
+                        let q = |p: f64, side: &str| {
+                            format!("histogram_quantile({p}, {})", side.trim())
+                        };
                         l.panel(
                             timeseries(
                                 &format!("{}: latency p50 and p99, canary vs stable", m.name),

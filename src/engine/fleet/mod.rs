@@ -22,7 +22,6 @@ pub(crate) use promql::{expected_matcher, quote, render_selector};
 
 use std::collections::BTreeMap;
 
-
 use crate::condition::Value as ConditionValue;
 use crate::measurement::Phase;
 use crate::spec::duration::format_duration;
