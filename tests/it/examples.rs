@@ -184,3 +184,30 @@ fn the_backtest_example_replays_with_its_documented_verdicts() {
         );
     }
 }
+
+/// The README's `fleet versions` example is what the command prints on the shipped example.
+#[test]
+fn the_readme_fleet_versions_example_is_what_the_command_prints() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let start = readme
+        .find("$ rollgate fleet versions")
+        .expect("README has a fleet versions example");
+    let block = &readme[start..];
+    let block = &block[..block.find("```").expect("the example's block ends")];
+    let mut lines = block.lines();
+    let command = lines.next().unwrap().trim_start_matches("$ rollgate ");
+    let expected: Vec<&str> = lines.collect();
+    let out = Command::new(BIN)
+        .current_dir(root)
+        .args(command.split_whitespace())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(
+        stdout.lines().collect::<Vec<_>>(),
+        expected,
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
