@@ -14,7 +14,7 @@ use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::EnvFilter;
 
 /// The levels plugin mode accepts, most severe first.
-pub const LOG_LEVELS: [&str; 5] = ["error", "warn", "info", "debug", "trace"];
+pub(crate) const LOG_LEVELS: [&str; 5] = ["error", "warn", "info", "debug", "trace"];
 
 /// A plugin log level that is not one of [`LOG_LEVELS`] nor a list of `target=level`
 /// directives with such levels.
@@ -23,7 +23,7 @@ pub const LOG_LEVELS: [&str; 5] = ["error", "warn", "info", "debug", "trace"];
     "invalid log level {value:?} (from {given_by}): expected one of error, warn, info, debug, \
      trace, or comma-separated directives such as \"info,rollgate=debug\""
 )]
-pub struct LogLevelError {
+pub(crate) struct LogLevelError {
     /// The value given.
     pub value: String,
     /// Where it came from (`--log-level` or `ROLLGATE_LOG`).
@@ -33,7 +33,7 @@ pub struct LogLevelError {
 /// Checks a plugin log level: a level of [`LOG_LEVELS`] or comma-separated `level` /
 /// `target=level` directives. Anything else is refused rather than silently read as a target
 /// name (EnvFilter takes `verbose` for "everything under the target verbose").
-pub fn plugin_log_filter(value: &str, source: &str) -> Result<EnvFilter, LogLevelError> {
+pub(crate) fn plugin_log_filter(value: &str, source: &str) -> Result<EnvFilter, LogLevelError> {
     let err = || LogLevelError {
         value: value.to_string(),
         given_by: source.to_string(),
@@ -56,14 +56,14 @@ pub fn plugin_log_filter(value: &str, source: &str) -> Result<EnvFilter, LogLeve
 /// Installs hclog JSON logging (see [`init_hclog_logging`]) with `level`, a level or
 /// EnvFilter directives; an invalid one falls back to `info` (`serve --log-format json`; plugin
 /// mode checks its level with [`plugin_log_filter`] first).
-pub fn init_plugin_logging(level: &str) {
+pub(crate) fn init_plugin_logging(level: &str) {
     init_hclog_logging(filter(level));
 }
 
 /// Installs JSON logging for plugin mode: one hclog line per event on stderr, with `@level`,
 /// `@message`, `@timestamp` (`2006-01-02T15:04:05.000000Z07:00`), `@module` and the event's
 /// fields. Does nothing if a subscriber is already installed.
-pub fn init_hclog_logging(filter: EnvFilter) {
+pub(crate) fn init_hclog_logging(filter: EnvFilter) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -74,19 +74,19 @@ pub fn init_hclog_logging(filter: EnvFilter) {
 /// The hclog JSON line (without the newline) that reports a start-up failure at `error`:
 /// go-plugin hosts log a JSON line at its `@level`, and plain text only at debug (unless it
 /// starts with `[ERROR]`), so this is how a failure reaches the controller's log.
-pub fn startup_error_line(message: &str) -> String {
+pub(crate) fn startup_error_line(message: &str) -> String {
     hclog_object("error", message, "rollgate", &Utc::now(), Map::new()).to_string()
 }
 
 /// Writes [`startup_error_line`] to stderr.
-pub fn report_startup_error(message: &str) {
+pub(crate) fn report_startup_error(message: &str) {
     use std::io::Write;
     let mut err = std::io::stderr().lock();
     let _ = writeln!(err, "{}", startup_error_line(message)).and_then(|()| err.flush());
 }
 
 /// Installs human-readable logging on stderr for the command line.
-pub fn init_cli_logging(level: &str) {
+pub(crate) fn init_cli_logging(level: &str) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter(level))
         .with_writer(std::io::stderr)
@@ -112,7 +112,7 @@ fn hclog_level(level: &Level) -> &'static str {
 
 /// Formats events as hclog JSON lines.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct HclogJson;
+pub(crate) struct HclogJson;
 
 impl<S, N> FormatEvent<S, N> for HclogJson
 where

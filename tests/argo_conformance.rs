@@ -15,6 +15,17 @@
 //! The other tests show that one metric's broken condition errors only that metric, as in
 //! Argo: through the `rollgate dry-run` binary, and through `rollgate serve`'s HTTP surface.
 
+// Test code may unwrap, panic and cast; its helpers are `pub` for the modules sharing them.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss,
+    unreachable_pub
+)]
+
 mod serve_common;
 mod support;
 

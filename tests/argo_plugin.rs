@@ -2,6 +2,17 @@
 //! controller (tests/gohost): the protocol, every method with full AnalysisRun values, bad
 //! input, shutdown, concurrency, and each metric kind against a real Prometheus.
 
+// Test code may unwrap, panic and cast; its helpers are `pub` for the modules sharing them.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss,
+    unreachable_pub
+)]
+
 mod support;
 
 use std::path::Path;

@@ -9,6 +9,17 @@
 //! Also here: partial answers and info notes as VictoriaMetrics cluster and Prometheus
 //! 2.50–2.54 send them (exact shapes from their source), through the engine.
 
+// Test code may unwrap, panic and cast; its helpers are `pub` for the modules sharing them.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss,
+    unreachable_pub
+)]
+
 mod support;
 
 use std::time::Duration;

@@ -2,6 +2,17 @@
 //! that goes bad at a known time and a healthy one; batched (range queries) versus one instant
 //! query per check; record/replay; bad input; Prometheus failing in the middle of the run.
 
+// Test code may unwrap, panic and cast; its helpers are `pub` for the modules sharing them.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss,
+    unreachable_pub
+)]
+
 mod support;
 
 use std::io::{Read, Write};

@@ -1,5 +1,16 @@
 //! The `compare` metric kind against a real Prometheus with generated canary/stable pairs.
 
+// Test code may unwrap, panic and cast; its helpers are `pub` for the modules sharing them.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss,
+    unreachable_pub
+)]
+
 mod support;
 
 use std::time::Duration;

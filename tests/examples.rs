@@ -2,6 +2,17 @@
 //! files can be re-recorded from a real Prometheus with generated data:
 //! `ROLLGATE_RECORD_EXAMPLES=1 cargo test --release --test examples -- --ignored`.
 
+// Test code may unwrap, panic and cast; its helpers are `pub` for the modules sharing them.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss,
+    unreachable_pub
+)]
+
 mod support;
 
 use std::path::{Path, PathBuf};

@@ -25,6 +25,17 @@
 //! here, so a run's fate is decided by the webhooks alone. Intervals are not waited for (the
 //! data does not change with time); the retry back-off is waited for, as Flagger waits.
 
+// Test code may unwrap, panic and cast; its helpers are `pub` for the modules sharing them.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss,
+    unreachable_pub
+)]
+
 mod serve_common;
 mod support;
 

@@ -2,6 +2,17 @@
 //! kube-state-metrics data (the standard fleet, the clean fleet, the seed scenario before and
 //! after convergence), and against faulty servers.
 
+// Test code may unwrap, panic and cast; its helpers are `pub` for the modules sharing them.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss,
+    unreachable_pub
+)]
+
 mod support;
 
 use std::collections::BTreeSet;

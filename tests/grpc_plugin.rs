@@ -8,6 +8,17 @@
 //! go-plugin 1.0.1 supports AutoMTLS but predates GRPCStdio: grpchost opens
 //! `plugin.GRPCStdio/StreamStdio` itself, as newer go-plugin hosts do.
 
+// Test code may unwrap, panic and cast; its helpers are `pub` for the modules sharing them.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss,
+    unreachable_pub
+)]
+
 #[path = "grpc_support/mod.rs"]
 mod grpc_support;
 mod support;

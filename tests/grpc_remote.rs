@@ -5,6 +5,17 @@
 //! invalid JSON, a 10 MB request, undecodable bytes), deadlines and the server's budget, and
 //! TLS. The server runs in this process on 127.0.0.1; Python connects over TCP.
 
+// Test code may unwrap, panic and cast; its helpers are `pub` for the modules sharing them.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss,
+    unreachable_pub
+)]
+
 mod support;
 
 use std::io::{Read, Write};

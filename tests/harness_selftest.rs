@@ -2,6 +2,17 @@
 //! real PromQL against a real Prometheus, and the fault stub is checked with real HTTP clients.
 //! It does not use the rollgate library.
 
+// Test code may unwrap, panic and cast; its helpers are `pub` for the modules sharing them.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss,
+    unreachable_pub
+)]
+
 mod support;
 
 use std::collections::{BTreeMap, BTreeSet};

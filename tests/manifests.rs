@@ -1,5 +1,16 @@
 //! Every shipped manifest and example parses, and every AnalysisTemplate in them validates.
 
+// Test code may unwrap, panic and cast; its helpers are `pub` for the modules sharing them.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss,
+    unreachable_pub
+)]
+
 use std::path::{Path, PathBuf};
 
 use clap::Parser;

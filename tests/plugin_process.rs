@@ -1,6 +1,17 @@
 //! The plugin process's start-up contract, as the controller sees it: cookie, protocol
 //! versions, the one handshake line on stdout, the socket's mode, and signals.
 
+// Test code may unwrap, panic and cast; its helpers are `pub` for the modules sharing them.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss,
+    unreachable_pub
+)]
+
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
@@ -240,7 +251,7 @@ type FailureCase<'a> = (&'a str, Vec<&'a str>, Vec<(&'a str, &'a str)>, Vec<&'a 
 fn every_startup_failure_is_one_hclog_error_line() {
     let not_a_dir = tempfile::NamedTempFile::new().unwrap();
     let not_a_dir = not_a_dir.path().to_str().unwrap().to_string();
-    let cases: Vec<FailureCase> = vec![
+    let cases: Vec<FailureCase<'_>> = vec![
         (
             "unknown argument",
             vec!["--prometheus-url", "x"],

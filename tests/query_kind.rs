@@ -1,6 +1,17 @@
 //! The `query` metric kind end to end: the engine against a real Prometheus with generated data
 //! (guard, no-data policy, conditions, every phase), and against faulty servers.
 
+// Test code may unwrap, panic and cast; its helpers are `pub` for the modules sharing them.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss,
+    unreachable_pub
+)]
+
 mod support;
 
 use std::time::{Duration, Instant};

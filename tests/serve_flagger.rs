@@ -2,6 +2,17 @@
 //! exact payloads for each hook type, against the real Prometheus with generated data, and
 //! against fake Prometheus servers for the faults.
 
+// Test code may unwrap, panic and cast; its helpers are `pub` for the modules sharing them.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss,
+    unreachable_pub
+)]
+
 mod serve_common;
 mod support;
 

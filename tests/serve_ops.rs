@@ -1,6 +1,17 @@
 //! Operating `rollgate serve`: probes, /metrics, TLS, start-up errors, SIGHUP reloads, reloads
 //! on file changes and SIGTERM with requests in flight — the real binary on 127.0.0.1.
 
+// Test code may unwrap, panic and cast; its helpers are `pub` for the modules sharing them.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss,
+    unreachable_pub
+)]
+
 mod serve_common;
 mod support;
 

@@ -3,6 +3,17 @@
 //! it — args substituted into `jsonBody`, POSTed with its headers, `jsonPath` applied, the
 //! template's conditions evaluated with Argo's semantics — against the real Prometheus.
 
+// Test code may unwrap, panic and cast; its helpers are `pub` for the modules sharing them.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss,
+    unreachable_pub
+)]
+
 mod serve_common;
 mod support;
 

@@ -104,7 +104,7 @@ fn parse_arg(s: &str) -> Result<(String, String), String> {
 
 /// Prints the rules (YAML documents separated by `---`) and returns the exit code: 0 when
 /// printed, 3 when the template cannot be read or has no fleet metric.
-pub fn run(args: RulesArgs) -> u8 {
+pub(crate) fn run(args: RulesArgs) -> u8 {
     match render(&args) {
         Ok(text) => {
             super::stdout::print(format_args!("{text}"));
@@ -118,7 +118,7 @@ pub fn run(args: RulesArgs) -> u8 {
 }
 
 /// The YAML text `run` prints.
-pub fn render(args: &RulesArgs) -> Result<String, String> {
+pub(crate) fn render(args: &RulesArgs) -> Result<String, String> {
     let text = std::fs::read_to_string(&args.file)
         .map_err(|e| format!("cannot read {}: {e}", args.file.display()))?;
     let source = args.file.display().to_string();

@@ -126,7 +126,7 @@ fn log_filter(level: &str) -> String {
 
 /// Runs the server until SIGTERM/SIGINT; returns the exit code (0 after a clean shutdown,
 /// 1 when it could not start).
-pub fn run(args: ServeArgs, log_level: &str) -> u8 {
+pub(crate) fn run(args: ServeArgs, log_level: &str) -> u8 {
     let filter = log_filter(log_level);
     match args.log_format {
         LogFormat::Json => crate::logging::init_plugin_logging(&filter),

@@ -9,8 +9,8 @@ mod fleet;
 mod guard;
 mod no_data;
 mod query;
-pub mod result;
-pub mod run;
+pub(crate) mod result;
+pub(crate) mod run;
 mod wait;
 
 use std::collections::BTreeMap;
@@ -24,8 +24,6 @@ use crate::prometheus::{Backend, PrometheusConfig, PrometheusError, QueryRequest
 use crate::spec::{Metric, MetricKind, OnInsufficient, Provider};
 
 pub use fleet::RulePlacement;
-pub use no_data::NoData;
-pub use wait::{DEFAULT_WAIT_BOUND, WAIT_RETRY};
 
 /// The environment variable that names a Prometheus address when a spec gives none.
 pub const ADDRESS_ENV: &str = "ROLLGATE_PROMETHEUS_ADDRESS";
@@ -88,6 +86,15 @@ pub struct Engine {
     backend: Backend,
     addresses: AddressPolicy,
     observer: Option<QueryObserver>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("backend", &self.backend)
+            .field("addresses", &self.addresses)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Engine {

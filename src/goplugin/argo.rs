@@ -18,11 +18,11 @@ use super::netrpc::{not_found, panic_message, Outcome, Reply, Service};
 use crate::measurement::{Measurement, Phase};
 
 /// The name the controller dispenses.
-pub const DISPENSE_NAME: &str = "RpcMetricProviderPlugin";
+pub(crate) const DISPENSE_NAME: &str = "RpcMetricProviderPlugin";
 
 /// The part of an AnalysisRun rollgate needs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct AnalysisRunRef {
+pub(crate) struct AnalysisRunRef {
     pub name: String,
     pub namespace: String,
     pub uid: String,
@@ -42,7 +42,7 @@ impl AnalysisRunRef {
     /// reaches `count`, retries an Error without counting it, and schedules the next
     /// measurement `interval` after the previous one finished. So `Count` is this check's
     /// 0-based position; wall time drifts ahead of it.
-    pub fn checks_done(&self, metric: &str) -> Option<u32> {
+    pub(crate) fn checks_done(&self, metric: &str) -> Option<u32> {
         self.checks_done
             .as_ref()
             .map(|done| done.get(metric).copied().unwrap_or(0))
@@ -53,7 +53,7 @@ impl AnalysisRunRef {
 /// `count` and the completed, non-Error measurements still listed (the list is trimmed to the
 /// measurement-history limit, 10 by default, so it can only undercount; a caller that fills in
 /// only the list still gets its length).
-pub fn completed_checks(count: i64, phases: impl IntoIterator<Item = Phase>) -> u32 {
+pub(crate) fn completed_checks(count: i64, phases: impl IntoIterator<Item = Phase>) -> u32 {
     let listed = phases
         .into_iter()
         .filter(|p| matches!(p, Phase::Successful | Phase::Failed | Phase::Inconclusive))
@@ -64,14 +64,14 @@ pub fn completed_checks(count: i64, phases: impl IntoIterator<Item = Phase>) -> 
 
 /// Kubernetes' `intstr.IntOrString`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum IntOrString {
+pub(crate) enum IntOrString {
     Int(i32),
     Str(String),
 }
 
 /// Argo's Metric as sent by the controller, reduced to what rollgate uses.
 #[derive(Clone, Default, PartialEq, Eq, Hash)]
-pub struct ArgoMetric {
+pub(crate) struct ArgoMetric {
     pub name: String,
     pub interval: String,
     pub initial_delay: String,
@@ -111,7 +111,7 @@ impl fmt::Debug for ArgoMetric {
 }
 
 /// What rollgate does for each method the controller calls.
-pub trait MetricProviderHandler: Send + Sync + 'static {
+pub(crate) trait MetricProviderHandler: Send + Sync + 'static {
     /// `InitPlugin`: once, after the plugin is dispensed. An error disables the plugin.
     fn init_plugin(&self) -> impl Future<Output = Result<(), String>> + Send;
     /// `Run`: start (or take) one measurement.

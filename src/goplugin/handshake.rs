@@ -11,16 +11,16 @@ use tokio::net::UnixListener;
 use super::PluginError;
 
 /// The magic cookie Argo Rollouts sets for metric-provider plugins.
-pub const COOKIE_KEY: &str = "ARGO_ROLLOUTS_RPC_PLUGIN";
+pub(crate) const COOKIE_KEY: &str = "ARGO_ROLLOUTS_RPC_PLUGIN";
 /// Its value.
-pub const COOKIE_VALUE: &str = "metricprovider";
+pub(crate) const COOKIE_VALUE: &str = "metricprovider";
 /// go-plugin's core protocol version.
 const CORE_PROTOCOL_VERSION: u32 = 1;
 /// The application protocol version Argo Rollouts uses.
-pub const APP_PROTOCOL_VERSION: u32 = 1;
+pub(crate) const APP_PROTOCOL_VERSION: u32 = 1;
 
 /// Checks that the process was started by a plugin host (the magic cookie is set).
-pub fn check_cookie() -> Result<(), PluginError> {
+pub(crate) fn check_cookie() -> Result<(), PluginError> {
     match std::env::var(COOKIE_KEY) {
         Ok(v) if v == COOKIE_VALUE => Ok(()),
         _ => Err(PluginError::NotLaunchedByHost),
@@ -30,7 +30,7 @@ pub fn check_cookie() -> Result<(), PluginError> {
 /// Picks the protocol version from the host's `PLUGIN_PROTOCOL_VERSIONS` (a comma list):
 /// version 1 must be among them. Entries that are not numbers are ignored, as go-plugin does;
 /// no list at all means the host predates negotiation and speaks version 1.
-pub fn negotiate_version(offered: Option<&str>) -> Result<u32, PluginError> {
+pub(crate) fn negotiate_version(offered: Option<&str>) -> Result<u32, PluginError> {
     let Some(list) = offered.filter(|s| !s.trim().is_empty()) else {
         return Ok(APP_PROTOCOL_VERSION);
     };
@@ -49,7 +49,7 @@ pub fn negotiate_version(offered: Option<&str>) -> Result<u32, PluginError> {
 
 /// The handshake line go-plugin hosts parse: core version, app version, network, address,
 /// protocol, and an empty server-certificate field.
-pub fn handshake_line(version: u32, socket: &Path) -> String {
+pub(crate) fn handshake_line(version: u32, socket: &Path) -> String {
     format!(
         "{CORE_PROTOCOL_VERSION}|{version}|unix|{}|netrpc|\n",
         socket.display()
@@ -66,7 +66,7 @@ pub(crate) fn announce(version: u32, socket: &Path) -> Result<(), PluginError> {
 
 /// The plugin's listening socket, in a private directory; both are removed on drop.
 #[derive(Debug)]
-pub struct PluginSocket {
+pub(crate) struct PluginSocket {
     dir: PathBuf,
     path: PathBuf,
 }
@@ -74,7 +74,7 @@ pub struct PluginSocket {
 impl PluginSocket {
     /// Creates `<base>/rollgate-<unique>/plugin.sock`, mode 0600 (0660 and the given group
     /// when `group`, a name or a gid, is set), and listens on it.
-    pub fn bind(
+    pub(crate) fn bind(
         base: &Path,
         group: Option<&str>,
     ) -> Result<(PluginSocket, UnixListener), PluginError> {
@@ -112,7 +112,7 @@ impl PluginSocket {
     }
 
     /// Where the host dials.
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 }

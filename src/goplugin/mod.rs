@@ -11,23 +11,24 @@ mod argo;
 mod broker;
 #[doc(hidden)]
 pub mod fuzzing;
+#[doc(hidden)]
 pub mod gob;
 mod handshake;
 mod netrpc;
 mod server;
-pub mod signals;
-pub mod yamux;
+pub(crate) mod signals;
+pub(crate) mod yamux;
 
 use std::io;
 use std::path::PathBuf;
 
-pub use argo::{
-    completed_checks, AnalysisRunRef, ArgoMetric, IntOrString, MetricProviderHandler, DISPENSE_NAME,
+pub(crate) use argo::{
+    completed_checks, AnalysisRunRef, ArgoMetric, IntOrString, MetricProviderHandler,
 };
-pub use handshake::{
-    check_cookie, handshake_line, negotiate_version, PluginSocket, COOKIE_KEY, COOKIE_VALUE,
-};
-pub use server::{serve, serve_listener, ServeOptions};
+pub(crate) use handshake::{check_cookie, negotiate_version, PluginSocket, COOKIE_KEY};
+#[cfg(test)]
+use server::serve_listener;
+pub(crate) use server::{serve, ServeOptions};
 
 /// Why the plugin could not start or serve.
 #[derive(Debug, thiserror::Error)]

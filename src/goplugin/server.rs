@@ -21,7 +21,7 @@ const QUIT_GRACE: Duration = Duration::from_millis(500);
 
 /// How the plugin server is set up. [`ServeOptions::from_env`] reads what the host passes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServeOptions {
+pub(crate) struct ServeOptions {
     /// Where the socket's directory goes (`PLUGIN_UNIX_SOCKET_DIR`, else the temp dir).
     pub socket_dir: PathBuf,
     /// Group given read/write access to the socket (`PLUGIN_UNIX_SOCKET_GROUP`, name or gid).
@@ -34,7 +34,7 @@ pub struct ServeOptions {
 
 impl ServeOptions {
     /// Options from the environment the host sets.
-    pub fn from_env() -> Self {
+    pub(crate) fn from_env() -> Self {
         let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
         ServeOptions {
             socket_dir: var("PLUGIN_UNIX_SOCKET_DIR")
@@ -50,7 +50,7 @@ impl ServeOptions {
 /// and serves until `Control.Quit`, SIGTERM, or (with `exit_on_disconnect`) the host hanging
 /// up. SIGINT is ignored, as go-plugin plugins do: the host decides when the plugin ends. The
 /// socket is removed before returning.
-pub async fn serve<H: MetricProviderHandler>(
+pub(crate) async fn serve<H: MetricProviderHandler>(
     handler: Arc<H>,
     opts: ServeOptions,
 ) -> Result<(), PluginError> {
@@ -67,7 +67,8 @@ pub async fn serve<H: MetricProviderHandler>(
 /// Serves `handler` on an already bound listener, without the stdout handshake or signal
 /// handling (for embedding and tests). Returns after `Control.Quit`, or once the last host
 /// connection has ended when `exit_on_disconnect` is set.
-pub async fn serve_listener<H: MetricProviderHandler>(
+#[cfg(test)]
+pub(crate) async fn serve_listener<H: MetricProviderHandler>(
     handler: Arc<H>,
     listener: UnixListener,
     exit_on_disconnect: bool,

@@ -13,7 +13,7 @@ use tokio::sync::oneshot;
 
 /// Installs the handlers and returns a future that resolves on SIGTERM. Fails if the thread
 /// or the handlers cannot be set up.
-pub fn sigterm() -> io::Result<impl Future<Output = ()> + Send + 'static> {
+pub(crate) fn sigterm() -> io::Result<impl Future<Output = ()> + Send + 'static> {
     let (ready_tx, ready_rx) = std::sync::mpsc::channel::<io::Result<()>>();
     let (term_tx, term_rx) = oneshot::channel::<()>();
     std::thread::Builder::new()

@@ -34,7 +34,7 @@ use crate::goplugin::{negotiate_version, PluginSocket};
 /// go-plugin's core protocol version.
 const CORE_PROTOCOL_VERSION: u32 = 1;
 /// The name go-plugin hosts health-check.
-pub const HEALTH_SERVICE: &str = "plugin";
+pub(crate) const HEALTH_SERVICE: &str = "plugin";
 /// After `Shutdown` or SIGTERM: how long calls in flight may take to finish (go-plugin hosts
 /// kill the plugin 2 s after asking it to stop).
 const SHUTDOWN_GRACE: Duration = Duration::from_millis(1500);
@@ -46,7 +46,7 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How the gRPC plugin is set up; [`PluginOptions::from_env`] reads what the host passes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PluginOptions {
+pub(crate) struct PluginOptions {
     /// Where the socket's directory goes (`PLUGIN_UNIX_SOCKET_DIR`, else the temp dir).
     pub socket_dir: PathBuf,
     /// Group given read/write access to the socket (`PLUGIN_UNIX_SOCKET_GROUP`).
@@ -63,7 +63,7 @@ pub struct PluginOptions {
 
 impl PluginOptions {
     /// Options from the environment the host sets.
-    pub fn from_env() -> PluginOptions {
+    pub(crate) fn from_env() -> PluginOptions {
         let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
         PluginOptions {
             socket_dir: var("PLUGIN_UNIX_SOCKET_DIR")
@@ -79,7 +79,7 @@ impl PluginOptions {
 
 /// The handshake line of gRPC mode: core version, app version, network, address, protocol,
 /// and the plugin's certificate (empty without AutoMTLS).
-pub fn handshake_line(version: u32, socket: &Path, certificate: &str) -> String {
+pub(crate) fn handshake_line(version: u32, socket: &Path, certificate: &str) -> String {
     format!(
         "{CORE_PROTOCOL_VERSION}|{version}|unix|{}|grpc|{certificate}\n",
         socket.display()
@@ -89,7 +89,7 @@ pub fn handshake_line(version: u32, socket: &Path, certificate: &str) -> String 
 /// Serves `engine` as a go-plugin gRPC plugin: creates the socket, announces it on stdout and
 /// serves until `GRPCController/Shutdown`, SIGTERM, or the host going away. SIGINT is ignored,
 /// as go-plugin plugins do. The socket is removed before returning.
-pub async fn serve(engine: Arc<Engine>, opts: PluginOptions) -> Result<(), GrpcError> {
+pub(crate) async fn serve(engine: Arc<Engine>, opts: PluginOptions) -> Result<(), GrpcError> {
     let version = negotiate_version(opts.protocol_versions.as_deref())?;
     let tls = opts.client_cert.as_deref().map(auto_mtls).transpose()?;
     let (socket, listener) = PluginSocket::bind(&opts.socket_dir, opts.socket_group.as_deref())?;

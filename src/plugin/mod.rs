@@ -14,20 +14,20 @@ use crate::spec::duration::parse_duration;
 use crate::spec::{Metric, MetricSpec, SpecError};
 
 /// What `Type()` answers: Argo's own name for plugin providers.
-pub const PROVIDER_TYPE: &str = "RPCPlugin";
+pub(crate) const PROVIDER_TYPE: &str = "RPCPlugin";
 
 /// The overall time one measurement may take, retries included. The controller sets no
 /// deadline of its own, and a hung analysis worker would stall every rollout it serves.
-pub const MEASUREMENT_BUDGET: Duration = Duration::from_secs(120);
+pub(crate) const MEASUREMENT_BUDGET: Duration = Duration::from_secs(120);
 
 /// The engine behind the go-plugin transport.
-pub struct RollgatePlugin {
+pub(crate) struct RollgatePlugin {
     engine: Arc<Engine>,
 }
 
 impl RollgatePlugin {
     /// A plugin that measures with `engine`.
-    pub fn new(engine: Arc<Engine>) -> RollgatePlugin {
+    pub(crate) fn new(engine: Arc<Engine>) -> RollgatePlugin {
         RollgatePlugin { engine }
     }
 }
@@ -39,7 +39,7 @@ const METRIC_CACHE_SIZE: usize = 4096;
 /// its key, plus Argo's conditions and interval. The controller sends the same metric at every
 /// interval, and parsing it (PromQL, regexes, conditions) costs more than the whole protocol, so
 /// results are kept by the metric's wire form less its name (metrics of many runs share a spec).
-pub fn metric_from_argo(metric: &ArgoMetric) -> Result<Arc<Metric>, SpecError> {
+pub(crate) fn metric_from_argo(metric: &ArgoMetric) -> Result<Arc<Metric>, SpecError> {
     type Cache = Mutex<HashMap<ArgoMetric, Result<Arc<Metric>, SpecError>>>;
     static CACHE: OnceLock<Cache> = OnceLock::new();
     let cache = CACHE.get_or_init(Cache::default);

@@ -24,7 +24,7 @@ use crate::spec::{substitute, ArgValues, Metric, MetricSpec, Provider, SpecError
 /// what a failing hook does depends on its type (`scheduler.go`, `scheduler_hooks.go`).
 /// Argo's web provider makes every non-2xx an Error measurement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Audience {
+pub(crate) enum Audience {
     /// `/flagger/v1/check` without a `hook` type, and `post-rollout` (whose failure is only an
     /// event): Successful 200, Failed 412, Inconclusive and Running 409, Error 503.
     FlaggerCheck,
@@ -44,7 +44,7 @@ pub enum Audience {
 
 impl Audience {
     /// The status code that tells this caller `phase`.
-    pub fn status(self, phase: Phase) -> StatusCode {
+    pub(crate) fn status(self, phase: Phase) -> StatusCode {
         use Phase::*;
         match (self, phase) {
             (_, Error) => StatusCode::SERVICE_UNAVAILABLE,
@@ -62,19 +62,26 @@ impl Audience {
 }
 
 /// The name an inline metric gets when the request names none.
-pub const INLINE_METRIC_NAME: &str = "inline";
+pub(crate) const INLINE_METRIC_NAME: &str = "inline";
 
 /// Which analysis a request asks for.
 #[derive(Debug, Clone)]
 pub enum Selection {
     /// A template loaded from `--templates`, optionally one metric of it.
     Template {
+        /// The template's name.
         name: String,
+        /// One of its metrics; all without.
         metric: Option<String>,
     },
     /// A spec sent with the request: a rollgate metric spec (plus optional `successCondition` /
     /// `failureCondition`), or an Argo metric object (with `provider`).
-    Inline { spec: Value, name: String },
+    Inline {
+        /// The spec as sent.
+        spec: Value,
+        /// The metric's name.
+        name: String,
+    },
 }
 
 /// The metrics to measure for one request.
@@ -163,7 +170,7 @@ fn plan_template(
 }
 
 /// Builds the metric of an inline spec, `{{args.*}}` resolved.
-pub fn inline_metric(
+pub(crate) fn inline_metric(
     spec: &Value,
     name: &str,
     args: &[(String, String)],
@@ -242,7 +249,7 @@ fn refuse_unsupported<M: AsRef<Metric>>(
 
 /// One metric's measurement.
 #[derive(Debug, Clone)]
-pub struct MetricResult {
+pub(crate) struct MetricResult {
     /// The metric's name.
     pub metric: String,
     /// Its kind (`query`, `compare`, `fleet`, `prometheus`).
@@ -253,7 +260,7 @@ pub struct MetricResult {
 
 /// Every metric's measurement and the combined verdict.
 #[derive(Debug, Clone)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     /// `Phase::combine` of the measurements.
     pub phase: Phase,
     /// In the plan's order.
@@ -261,7 +268,7 @@ pub struct Outcome {
 }
 
 /// A metric's kind, as labelled in `/metrics` and answers.
-pub fn kind_of(metric: &Metric) -> &'static str {
+pub(crate) fn kind_of(metric: &Metric) -> &'static str {
     match &metric.provider {
         Provider::Rollgate(spec) => spec.kind.name(),
         Provider::Prometheus { .. } => "prometheus",
@@ -271,13 +278,13 @@ pub fn kind_of(metric: &Metric) -> &'static str {
 
 /// The share of the deadline given to the engine; the rest is for the engine's own
 /// Error to come back before the handler's timeout cuts it off.
-pub fn engine_budget(deadline: Duration) -> Duration {
+pub(crate) fn engine_budget(deadline: Duration) -> Duration {
     deadline.saturating_sub((deadline / 10).min(Duration::from_millis(500)))
 }
 
 /// The canary revision a webhook call judges: Flagger's `namespace/name` and checksum.
 #[derive(Debug, Clone)]
-pub struct Revision {
+pub(crate) struct Revision {
     /// `namespace/name`.
     pub canary: String,
     /// Flagger's checksum of the canary's configuration.
@@ -287,7 +294,7 @@ pub struct Revision {
 /// Measures every metric of the plan concurrently, each bounded by the server's deadline: a
 /// metric that has no verdict by then is an Error that says so. With the canary `revision`,
 /// a metric with an `interval` is placed in its run of repeated calls (see [`super::runs`]).
-pub async fn measure(state: &AppState, plan: &Plan, revision: Option<&Revision>) -> Outcome {
+pub(crate) async fn measure(state: &AppState, plan: &Plan, revision: Option<&Revision>) -> Outcome {
     let deadline = state.settings.deadline;
     let budget = engine_budget(deadline);
     let work = plan.metrics.iter().map(|metric| async move {
@@ -337,7 +344,7 @@ pub async fn measure(state: &AppState, plan: &Plan, revision: Option<&Revision>)
 impl Outcome {
     /// One line for Flagger's events: `Failed: error-ratio: <message>`, or with several
     /// metrics `Failed: a Failed: <message>; b Successful: <message>`.
-    pub fn reason(&self) -> String {
+    pub(crate) fn reason(&self) -> String {
         let one_line = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
         match self.results.as_slice() {
             [only] => format!(
@@ -364,14 +371,14 @@ impl Outcome {
     }
 
     /// Every measurement as JSON, with its metric's name and kind.
-    pub fn measurements_json(&self) -> Value {
+    pub(crate) fn measurements_json(&self) -> Value {
         Value::Array(self.results.iter().map(result_json).collect())
     }
 }
 
 /// One measurement as JSON: Argo's fields (`phase`, `message`, `value`, `metadata`,
 /// `startedAt`, `finishedAt`, `resumeAt`) plus `metric` and `kind`.
-pub fn result_json(r: &MetricResult) -> Value {
+pub(crate) fn result_json(r: &MetricResult) -> Value {
     let mut value = serde_json::to_value(&r.measurement).unwrap_or_else(|_| json!({}));
     if let Value::Object(map) = &mut value {
         map.insert("metric".into(), Value::String(r.metric.clone()));

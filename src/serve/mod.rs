@@ -8,14 +8,14 @@
 //! token file and the TLS files, keeping whichever of them fails to load.
 
 pub mod analysis;
-pub mod auth;
+pub(crate) mod auth;
 pub mod flagger;
 mod http;
-pub mod ops;
-pub mod runs;
+mod ops;
+mod runs;
 pub mod templates;
-pub mod tls;
-pub mod watch;
+pub(crate) mod tls;
+mod watch;
 pub mod web_provider;
 
 use std::net::SocketAddr;
@@ -41,11 +41,10 @@ use tower::ServiceExt;
 
 use crate::engine::Engine;
 
-pub use analysis::{engine_budget, INLINE_METRIC_NAME};
-pub use http::AccessNote;
+pub(crate) use http::AccessNote;
 
 /// The endpoints, as labelled in `/metrics` (any other path is `other`).
-pub const ENDPOINTS: [&str; 6] = [
+pub(crate) const ENDPOINTS: [&str; 6] = [
     "/flagger/v1/check",
     "/flagger/v1/rollback",
     "/argo/v1/measure",
@@ -62,7 +61,7 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What the handlers need to know about the server's limits.
 #[derive(Debug, Clone)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// Time allowed for a verdict; the answer comes within it (default 8 s, under Flagger's 10 s).
     pub deadline: Duration,
     /// Time allowed to receive a request, headers and body (the verdict then has `deadline`).
@@ -76,7 +75,7 @@ pub struct Settings {
 }
 
 /// Everything `serve` is started with.
-pub struct ServeConfig {
+pub(crate) struct ServeConfig {
     /// Where to listen.
     pub listen: SocketAddr,
     /// The templates directory.
@@ -98,7 +97,7 @@ pub struct ServeConfig {
 
 /// Why the server could not start.
 #[derive(Debug, Error)]
-pub enum ServeError {
+pub(crate) enum ServeError {
     /// The templates directory has broken files.
     #[error("{0}")]
     Templates(#[from] templates::LoadError),
@@ -123,7 +122,7 @@ pub enum ServeError {
 }
 
 /// The state every request shares.
-pub struct AppState {
+pub(crate) struct AppState {
     /// The analysis engine.
     pub engine: Engine,
     /// The templates in use.
@@ -144,7 +143,7 @@ impl AppState {
     /// The metrics a request selects, from the templates in use and this server's settings.
     /// An inline spec is parsed on the blocking pool: a long query can take the parser a
     /// noticeable time, which must not hold a worker that serves other requests.
-    pub async fn plan(
+    pub(crate) async fn plan(
         self: &Arc<Self>,
         selection: analysis::Selection,
         args: Vec<(String, String)>,
@@ -172,7 +171,7 @@ impl AppState {
     }
 
     /// Whether SIGTERM was received (`/readyz` then answers 503).
-    pub fn is_shutting_down(&self) -> bool {
+    pub(crate) fn is_shutting_down(&self) -> bool {
         self.shutting_down.load(Ordering::Relaxed)
     }
 }
@@ -182,7 +181,7 @@ impl AppState {
 struct Peer(SocketAddr);
 
 /// A bound server, ready to run.
-pub struct Server {
+pub(crate) struct Server {
     listener: TcpListener,
     state: Arc<AppState>,
     router: Router,
@@ -195,7 +194,7 @@ pub struct Server {
 impl Server {
     /// Loads the templates, the token and the TLS files and binds the listener; every
     /// problem is reported before anything is served.
-    pub async fn bind(config: ServeConfig) -> Result<Server, ServeError> {
+    pub(crate) async fn bind(config: ServeConfig) -> Result<Server, ServeError> {
         if config.settings.deadline.is_zero() || config.settings.request_timeout.is_zero() {
             return Err(ServeError::Settings(
                 "--deadline and --request-timeout must be above zero".into(),
@@ -277,13 +276,13 @@ impl Server {
     }
 
     /// The bound address (with the real port when `--listen` asked for port 0).
-    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+    pub(crate) fn local_addr(&self) -> std::io::Result<SocketAddr> {
         self.listener.local_addr()
     }
 
     /// Serves until SIGTERM or SIGINT, then stops accepting and waits up to the grace period
     /// for requests in flight. SIGHUP reloads.
-    pub async fn run(self) -> Result<(), ServeError> {
+    pub(crate) async fn run(self) -> Result<(), ServeError> {
         let mut terminate = signal(SignalKind::terminate()).map_err(ServeError::Signals)?;
         let mut interrupt = signal(SignalKind::interrupt()).map_err(ServeError::Signals)?;
         let mut hangup = signal(SignalKind::hangup()).map_err(ServeError::Signals)?;
@@ -293,7 +292,7 @@ impl Server {
             tls = self.tls.is_some(),
             auth = self.state.auth.enabled(),
             templates = self.state.templates.current().len(),
-            deadline_ms = self.state.settings.deadline.as_millis() as u64,
+            deadline_ms = u64::try_from(self.state.settings.deadline.as_millis()).unwrap_or(u64::MAX),
             "listening"
         );
         if let Some((every, watched, seen)) = self.watch.clone() {
@@ -340,13 +339,13 @@ impl Server {
         tracing::info!(
             signal = signal_name,
             connections = in_flight,
-            grace_ms = self.shutdown_grace.as_millis() as u64,
+            grace_ms = u64::try_from(self.shutdown_grace.as_millis()).unwrap_or(u64::MAX),
             "shutting down: no longer accepting, finishing requests in flight"
         );
         match tokio::time::timeout(self.shutdown_grace, graceful.shutdown()).await {
             Ok(()) => tracing::info!("shut down"),
             Err(_) => tracing::warn!(
-                grace_ms = self.shutdown_grace.as_millis() as u64,
+                grace_ms = u64::try_from(self.shutdown_grace.as_millis()).unwrap_or(u64::MAX),
                 "grace period over: closing the remaining connections"
             ),
         }
@@ -463,7 +462,7 @@ async fn serve_io<I>(
 }
 
 /// The routes and the access layer.
-pub fn router(state: Arc<AppState>) -> Router {
+pub(crate) fn router(state: Arc<AppState>) -> Router {
     Router::new()
         .route("/flagger/v1/check", post(flagger::check))
         .route("/flagger/v1/rollback", post(flagger::rollback))

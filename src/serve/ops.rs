@@ -65,13 +65,13 @@ struct Inner {
 
 /// The server's metrics. Cheap to update from every request.
 #[derive(Debug, Default)]
-pub struct Metrics {
+pub(crate) struct Metrics {
     inner: Mutex<Inner>,
     in_flight: AtomicI64,
 }
 
 /// Decrements the in-flight gauge when the request ends, however it ends.
-pub struct InFlight(Arc<AppState>);
+pub(crate) struct InFlight(Arc<AppState>);
 
 impl Drop for InFlight {
     fn drop(&mut self) {
@@ -88,13 +88,13 @@ impl Metrics {
     }
 
     /// Counts a request as in flight until the guard is dropped.
-    pub fn start_request(state: &Arc<AppState>) -> InFlight {
+    pub(crate) fn start_request(state: &Arc<AppState>) -> InFlight {
         state.metrics.in_flight.fetch_add(1, Ordering::Relaxed);
         InFlight(state.clone())
     }
 
     /// One finished HTTP request.
-    pub fn observe_request(&self, endpoint: &'static str, status: u16, latency: Duration) {
+    pub(crate) fn observe_request(&self, endpoint: &'static str, status: u16, latency: Duration) {
         self.with(|m| {
             m.requests
                 .entry((endpoint, status))
@@ -104,12 +104,12 @@ impl Metrics {
     }
 
     /// The overall verdict one surface answered.
-    pub fn observe_verdict(&self, surface: &'static str, phase: Phase) {
+    pub(crate) fn observe_verdict(&self, surface: &'static str, phase: Phase) {
         self.with(|m| *m.verdicts.entry((surface, phase)).or_default() += 1);
     }
 
     /// One metric's measurement.
-    pub fn observe_measurement(&self, kind: &'static str, phase: Phase, latency: Duration) {
+    pub(crate) fn observe_measurement(&self, kind: &'static str, phase: Phase, latency: Duration) {
         self.with(|m| {
             *m.measurements.entry((kind, phase)).or_default() += 1;
             m.measurement_latency
@@ -123,7 +123,12 @@ impl Metrics {
     /// kind: `connect`, `timeout`, `http`, `api`, `malformed`, ...) and how long it took.
     ///
     /// Fed by a query observer in the Prometheus backend, when one is installed.
-    pub fn observe_query(&self, kind: &'static str, outcome: &'static str, latency: Duration) {
+    pub(crate) fn observe_query(
+        &self,
+        kind: &'static str,
+        outcome: &'static str,
+        latency: Duration,
+    ) {
         self.with(|m| {
             m.queries
                 .entry((kind, outcome))
@@ -133,7 +138,7 @@ impl Metrics {
     }
 
     /// A template (re)load and the number of templates now in use.
-    pub fn observe_reload(&self, ok: bool, loaded: usize) {
+    pub(crate) fn observe_reload(&self, ok: bool, loaded: usize) {
         self.with(|m| {
             *m.reloads
                 .entry(if ok { "ok" } else { "error" })
@@ -143,12 +148,12 @@ impl Metrics {
     }
 
     /// Sets the number of templates in use (at start-up).
-    pub fn set_templates_loaded(&self, loaded: usize) {
+    pub(crate) fn set_templates_loaded(&self, loaded: usize) {
         self.with(|m| m.templates_loaded = loaded as u64);
     }
 
     /// The exposition text.
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         let in_flight = self.in_flight.load(Ordering::Relaxed);
         self.with(|m| {
             let mut out = String::with_capacity(4096);
@@ -327,13 +332,13 @@ fn escape(value: &str) -> String {
 }
 
 /// `GET /healthz`: the process is up and serving.
-pub async fn healthz() -> Response {
+pub(crate) async fn healthz() -> Response {
     (StatusCode::OK, "ok\n").into_response()
 }
 
 /// `GET /readyz`: ready when not shutting down, with templates loaded (when `--templates` is
 /// given) and, with `--readyz-prometheus`, the default Prometheus answering a trivial query.
-pub async fn readyz(State(state): State<Arc<AppState>>) -> Response {
+pub(crate) async fn readyz(State(state): State<Arc<AppState>>) -> Response {
     if state.is_shutting_down() {
         return (StatusCode::SERVICE_UNAVAILABLE, "shutting down\n").into_response();
     }
@@ -370,7 +375,7 @@ pub async fn readyz(State(state): State<Arc<AppState>>) -> Response {
 }
 
 /// `GET /metrics`: the Prometheus text exposition.
-pub async fn metrics(State(state): State<Arc<AppState>>) -> Response {
+pub(crate) async fn metrics(State(state): State<Arc<AppState>>) -> Response {
     (
         [(
             header::CONTENT_TYPE,

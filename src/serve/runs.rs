@@ -15,14 +15,14 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 /// A run is over when its metric was not called for this many intervals.
-pub const STALE_INTERVALS: u32 = 3;
+pub(crate) const STALE_INTERVALS: u32 = 3;
 
 /// Most runs remembered; beyond it the stale ones are forgotten, and if none is, all are.
 const MAX_RUNS: usize = 10_000;
 
 /// One metric of one canary revision.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct RunKey {
+pub(crate) struct RunKey {
     /// `namespace/name` of the canary.
     pub canary: String,
     /// Flagger's checksum of the canary's revision.
@@ -40,14 +40,19 @@ struct Seen {
 
 /// First and last calls of each run.
 #[derive(Debug, Default)]
-pub struct RunClock {
+pub(crate) struct RunClock {
     runs: Mutex<HashMap<RunKey, Seen>>,
 }
 
 impl RunClock {
     /// When the run that this call (at `now`, of a metric measured every `interval`) belongs to
     /// started.
-    pub fn started(&self, key: RunKey, interval: Duration, now: DateTime<Utc>) -> DateTime<Utc> {
+    pub(crate) fn started(
+        &self,
+        key: RunKey,
+        interval: Duration,
+        now: DateTime<Utc>,
+    ) -> DateTime<Utc> {
         let stale_after = interval
             .checked_mul(STALE_INTERVALS)
             .and_then(|d| chrono::Duration::from_std(d).ok())

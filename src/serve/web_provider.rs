@@ -115,7 +115,7 @@ pub fn parse_request(bytes: &[u8]) -> Result<(Selection, Vec<(String, String)>),
 }
 
 /// The answer's JSON: the single measurement, or the combination of a template's metrics.
-pub fn answer_json(outcome: &Outcome) -> Value {
+pub(crate) fn answer_json(outcome: &Outcome) -> Value {
     match outcome.results.as_slice() {
         [only] => analysis::result_json(only),
         many => {
@@ -144,7 +144,7 @@ pub fn answer_json(outcome: &Outcome) -> Value {
 }
 
 /// `POST /argo/v1/measure`.
-pub async fn measure(
+pub(crate) async fn measure(
     State(state): State<Arc<AppState>>,
     headers: HeaderMap,
     body: Body,

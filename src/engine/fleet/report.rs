@@ -19,7 +19,7 @@ const METADATA_MAX: usize = 2000;
 
 /// When the silent targets were last seen.
 #[derive(Debug, Clone, Default)]
-pub struct LastSeen {
+pub(crate) struct LastSeen {
     /// Target -> seconds since its last sample (targets absent were not seen in `window`).
     pub ages: BTreeMap<String, f64>,
     /// How far back the last sample was looked for.
@@ -29,7 +29,7 @@ pub struct LastSeen {
 }
 
 /// The message: why the verdict, failures first, then completion, then notes.
-pub fn message(spec: &FleetSpec, fleet: &Fleet, last_seen: &LastSeen) -> String {
+pub(crate) fn message(spec: &FleetSpec, fleet: &Fleet, last_seen: &LastSeen) -> String {
     let noun = plural(&spec.group_by);
     let n = fleet.inventory_size;
     let mut parts: Vec<String> = Vec::new();
@@ -183,7 +183,7 @@ pub fn message(spec: &FleetSpec, fleet: &Fleet, last_seen: &LastSeen) -> String 
 }
 
 /// The JSON summary: counts per state, completion, versions with their series counts.
-pub fn value(spec: &FleetSpec, fleet: &Fleet) -> Value {
+pub(crate) fn value(spec: &FleetSpec, fleet: &Fleet) -> Value {
     let counts = |m: &BTreeMap<String, u64>| -> Value {
         Value::Object(
             m.iter()
@@ -216,7 +216,7 @@ pub fn value(spec: &FleetSpec, fleet: &Fleet) -> Value {
 }
 
 /// The full per-target lists (comma-separated) and counts for `metadata`.
-pub fn metadata(fleet: &Fleet, last_seen: &LastSeen, meta: &mut BTreeMap<String, String>) {
+pub(crate) fn metadata(fleet: &Fleet, last_seen: &LastSeen, meta: &mut BTreeMap<String, String>) {
     let mut put = |key: &str, items: Vec<String>| {
         if !items.is_empty() {
             meta.insert(key.to_string(), capped(items));
@@ -414,7 +414,7 @@ fn old_versions(stragglers: &[Straggler], label: &str) -> String {
 }
 
 /// `repo@sha256:<64 hex>` and `sha256:<64 hex>` become `sha256:<12 hex>…`; long values are cut.
-pub fn short_version(v: &str) -> String {
+pub(crate) fn short_version(v: &str) -> String {
     let digest = v.rsplit_once('@').map_or(v, |(_, d)| d);
     if is_bare_digest(digest) {
         if let Some((algo, hex)) = digest.split_once(':') {
@@ -465,6 +465,8 @@ fn percent(x: f64) -> String {
 }
 
 fn human_age(seconds: f64) -> String {
+    // Clamped at 0; a float-to-int `as` saturates (and maps NaN to 0).
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     let s = seconds.max(0.0).round() as u64;
     match s {
         0..=119 => format!("{s}s"),
@@ -487,7 +489,7 @@ fn round6(x: f64) -> f64 {
 }
 
 /// `12,345` style counts for the describe output.
-pub fn count(n: u64) -> String {
+pub(crate) fn count(n: u64) -> String {
     format_count(n as f64)
 }
 
