@@ -209,6 +209,28 @@ fn templates_resolve_args_and_providers() {
 }
 
 #[test]
+fn a_count_past_u32_is_named_not_wrapped() {
+    let t = &Template::parse_all(TEMPLATE, "t.yaml").unwrap()[0];
+    let args = |count: &str| -> [(String, String); 2] {
+        [
+            ("window".into(), "5m".into()),
+            ("count".into(), count.into()),
+        ]
+    };
+    // 2^32 + 1 used to wrap to a count of 1.
+    let e = t.metrics(&args("4294967297")).unwrap_err().to_string();
+    assert_eq!(
+        e,
+        "spec.metrics[0].count: expected a whole number up to 4294967295, got 4294967297"
+    );
+    assert_eq!(
+        t.metrics(&args("4294967295")).unwrap()[0].count,
+        Some(u32::MAX)
+    );
+    assert_eq!(t.metrics(&args("-2")).unwrap()[0].count, Some(0));
+}
+
+#[test]
 fn template_errors_name_the_metric_path() {
     let broken = TEMPLATE.replace(
         "successCondition: result[0] < 0.01",
