@@ -1,10 +1,12 @@
 //! rollgate: canary analysis for Argo Rollouts, Flagger and the terminal.
 //!
 //! One engine ([`engine`]) judges every metric; the surfaces around it only translate: the Argo
-//! Rollouts plugin (go-plugin net/rpc), the HTTP service for Flagger and Argo's web provider
-//! ([`serve`]), gRPC ([`grpc`]) and the CLI ([`cli`]). Specs are parsed and validated in
-//! [`spec`], queries go through [`prometheus`], Argo's condition language lives in
-//! [`condition`], and the statistics of canary-versus-stable comparison in [`stats`].
+//! Rollouts plugin (the go-plugin net/rpc transport over the Argo domain module), the HTTP
+//! service for Flagger and Argo's web provider ([`serve`]), gRPC ([`grpc`]) and the CLI
+//! ([`cli`]). Surfaces never import each other; what they share is outside them: the Argo
+//! domain, go-plugin's process start-up, one shutdown, bearer-token helpers. Specs are parsed
+//! and validated in [`spec`], queries go through [`prometheus`], Argo's condition language
+//! lives in [`condition`], and the statistics of canary-versus-stable comparison in [`stats`].
 //!
 //! # As a library
 //!
@@ -37,6 +39,8 @@
     )
 )]
 
+pub(crate) mod argo;
+pub(crate) mod auth;
 pub mod cli;
 pub mod condition;
 pub mod engine;
@@ -45,8 +49,9 @@ pub mod goplugin;
 pub mod grpc;
 pub(crate) mod logging;
 pub mod measurement;
-pub(crate) mod plugin;
+pub(crate) mod plugin_host;
 pub mod prometheus;
 pub mod serve;
+pub(crate) mod shutdown;
 pub mod spec;
 pub mod stats;

@@ -3,8 +3,9 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
 /// An Argo Rollouts analysis phase.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -123,6 +124,70 @@ impl Measurement {
     }
 }
 
+/// Which key set a surface's measurement JSON uses. Both are public (HTTP bodies, `dry-run -o
+/// json`), so they stay as they were; one builder writes both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JsonKeys {
+    /// `rollgate serve`'s answers: Argo's fields, then `metric` and `kind`; times as serde
+    /// writes them (RFC 3339, as many fraction digits as needed).
+    Serve,
+    /// `rollgate dry-run -o json`: Argo's fields, then `template`, `name` and `kind`; times in
+    /// RFC 3339 with milliseconds.
+    DryRun,
+}
+
+/// Which metric a measurement belongs to, for its JSON.
+#[derive(Debug, Clone, Copy)]
+pub struct JsonLabels<'a> {
+    /// The template it comes from (written by [`JsonKeys::DryRun`] only).
+    pub template: &'a str,
+    /// The metric's name.
+    pub metric: &'a str,
+    /// Its kind (`query`, `compare`, `fleet`, `prometheus`).
+    pub kind: &'a str,
+}
+
+impl Measurement {
+    /// The measurement as JSON in a surface's key set: Argo's fields (`phase`, `message`,
+    /// `value`, `metadata`, `startedAt`, `finishedAt`, `resumeAt`) and, with `labels`, the
+    /// metric's names.
+    pub fn to_json(&self, keys: JsonKeys, labels: Option<JsonLabels<'_>>) -> Value {
+        let time = |t: DateTime<Utc>| match keys {
+            JsonKeys::Serve => serde_json::to_value(t).unwrap_or(Value::Null),
+            JsonKeys::DryRun => Value::String(t.to_rfc3339_opts(SecondsFormat::Millis, true)),
+        };
+        let mut map = Map::new();
+        map.insert("phase".into(), self.phase.as_str().into());
+        map.insert("message".into(), self.message.clone().into());
+        map.insert("value".into(), self.value.clone().into());
+        let metadata = self
+            .metadata
+            .iter()
+            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+            .collect();
+        map.insert("metadata".into(), Value::Object(metadata));
+        map.insert("startedAt".into(), time(self.started_at));
+        map.insert(
+            "finishedAt".into(),
+            self.finished_at.map_or(Value::Null, time),
+        );
+        map.insert("resumeAt".into(), self.resume_at.map_or(Value::Null, time));
+        if let Some(l) = labels {
+            match keys {
+                JsonKeys::Serve => {
+                    map.insert("metric".into(), l.metric.into());
+                }
+                JsonKeys::DryRun => {
+                    map.insert("template".into(), l.template.into());
+                    map.insert("name".into(), l.metric.into());
+                }
+            }
+            map.insert("kind".into(), l.kind.into());
+        }
+        Value::Object(map)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -143,5 +208,32 @@ mod tests {
             assert_eq!(Phase::parse(p.as_str()), Some(p));
         }
         assert_eq!(Phase::parse("Pending"), None);
+    }
+
+    #[test]
+    fn each_surface_keeps_its_json_keys() {
+        let at = DateTime::parse_from_rfc3339("2026-01-02T03:04:05.5Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        let mut m = Measurement::error("boom", at);
+        m.finished_at = Some(at);
+        m.metadata.insert("query".into(), "up".into());
+        let labels = JsonLabels {
+            template: "t",
+            metric: "m",
+            kind: "query",
+        };
+        let serve = m.to_json(JsonKeys::Serve, Some(labels));
+        // The serve key set is serde's encoding of the measurement plus metric and kind.
+        let mut expected = serde_json::to_value(&m).unwrap();
+        expected["metric"] = "m".into();
+        expected["kind"] = "query".into();
+        assert_eq!(serve, expected);
+        let cli = m.to_json(JsonKeys::DryRun, Some(labels));
+        assert_eq!(cli["name"], "m");
+        assert_eq!(cli["template"], "t");
+        assert_eq!(cli["startedAt"], "2026-01-02T03:04:05.500Z");
+        assert!(cli.get("metric").is_none() && serve.get("name").is_none());
+        assert_eq!(cli["resumeAt"], Value::Null);
     }
 }

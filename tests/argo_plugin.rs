@@ -385,3 +385,31 @@ fn settings_by_environment_alone_as_argo_rollouts_1_5_and_1_6_start_the_plugin()
         run.json[0]
     );
 }
+
+/// Issue 14: a `count` past Argo's int32 (argo-rollouts v1.9.1, analysis_types.go: Count is an
+/// `intstr.IntOrString`; `{{args.count}}` leaves a string, which the controller's
+/// `int32(Count.IntValue())` would wrap to 1) was dropped by the plugin without a word. Now the
+/// same rule as templates and gRPC: an Error naming `count`, and in GetMetadata.
+#[test]
+fn counts_outside_argos_int32_are_an_error_naming_count() {
+    let s = spec("up", json!({}));
+    let replies = calls(json!([
+        {"method": "Run", "metric": {"name": "huge", "interval": "1m", "count": "4294967297", "spec": s}},
+        {"method": "Run", "metric": {"name": "words", "interval": "1m", "count": "five", "spec": s}},
+        {"method": "GetMetadata", "metric": {"name": "huge", "interval": "1m", "count": "2147483648", "spec": s}},
+        {"method": "GetMetadata", "metric": {"name": "max", "interval": "1m", "count": "2147483647", "spec": s}},
+    ]));
+    let says = "count: expected a whole number from 0 to 2147483647";
+    for reply in &replies[..2] {
+        let m = &reply["measurement"];
+        assert_eq!(m["phase"], "Error", "{reply}");
+        assert!(m["message"].as_str().unwrap().contains(says), "{reply}");
+    }
+    assert!(replies[0]["measurement"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("4294967297"));
+    let error = replies[2]["metadata"]["error"].as_str().unwrap_or_default();
+    assert!(error.contains(says), "{}", replies[2]);
+    assert_eq!(replies[3]["metadata"]["kind"], "query", "{}", replies[3]);
+}

@@ -16,7 +16,7 @@ mod support;
 use std::time::Duration;
 
 use chrono::{DateTime, TimeZone, Utc};
-use rollgate::engine::{AddressPolicy, Engine, EvalOptions};
+use rollgate::engine::{AddressPolicy, Call, Deadline, Engine, EvalOptions, Position, Trust};
 use rollgate::measurement::{Measurement, Phase};
 use rollgate::prometheus::{Backend, Client};
 use rollgate::spec::Metric;
@@ -27,6 +27,7 @@ use support::scenarios::{
     CMP_HEALTHY_CANARY, CMP_HEALTHY_STABLE, CMP_LOW_CANARY, CMP_LOW_STABLE, CMP_NOCANARY_STABLE,
     LAT_SAME_CANARY, LAT_SAME_STABLE, LAT_SHIFT_CANARY, LAT_SHIFT_STABLE,
 };
+use support::stub::{Mode, Stub, WARNING_MESSAGE};
 
 fn at_base() -> EvalOptions {
     let base: DateTime<Utc> = Utc.timestamp_opt(shared().base, 0).single().unwrap();
@@ -185,4 +186,75 @@ async fn invalid_compare_specs_name_their_key() {
         e.starts_with("compare.windows: expected sliding (") && e.contains("got \"growing\""),
         "{e}"
     );
+}
+
+/// A partial store warns on every query: the ratio form sends four and the distribution form
+/// two, and the warning is reported once (the engine's one warnings policy; it was repeated
+/// once per query before).
+#[tokio::test]
+async fn a_warning_every_query_repeats_is_reported_once() {
+    let stub = Stub::start(Mode::Warnings);
+    for compare in [
+        ratio(&CMP_HEALTHY_CANARY, &CMP_HEALTHY_STABLE),
+        distribution(&LAT_SAME_CANARY, &LAT_SAME_STABLE),
+    ] {
+        let spec = json!({"prometheus": {"address": stub.url}, "compare": compare, "noData": "inconclusive"});
+        let m = Metric::from_value(
+            &json!({"name": "cmp", "provider": {"plugin": {"rollgate/analysis": spec}}}),
+            "",
+        )
+        .unwrap();
+        let before = stub.requests();
+        let out = Engine::new(Backend::Live(Client::new()), AddressPolicy::default())
+            .measure(&m, &EvalOptions::with_budget(Duration::from_secs(10)))
+            .await;
+        assert!(stub.requests() - before >= 2, "{out:?}");
+        assert_eq!(out.metadata["warnings"], WARNING_MESSAGE, "{out:?}");
+        assert_eq!(
+            out.message.matches(WARNING_MESSAGE).count(),
+            1,
+            "{}",
+            out.message
+        );
+    }
+}
+
+/// The engine's run tracker, as gRPC `Analyze` uses it (no AnalysisRun, evaluation times given):
+/// calls with the same run key are the checks of one run, placed by their evaluation times.
+#[tokio::test]
+async fn tracked_calls_of_one_run_are_its_checks() {
+    let spec = json!({"prometheus": {"address": shared().url}, "compare": ratio(&CMP_HEALTHY_CANARY, &CMP_HEALTHY_STABLE), "noData": "inconclusive"});
+    let m = Metric::from_value(
+        &json!({"name": "cmp", "interval": "1m", "count": 4, "provider": {"plugin": {"rollgate/analysis": spec}}}),
+        "",
+    )
+    .unwrap();
+    let engine = Engine::new(Backend::Live(Client::new()), AddressPolicy::default());
+    let base: DateTime<Utc> = Utc.timestamp_opt(shared().base, 0).single().unwrap();
+    let check = |run: &'static str, minutes: i64| {
+        let call = Call {
+            metric: &m,
+            at: Some(base + chrono::Duration::minutes(minutes)),
+            deadline: Deadline::for_call(None, Duration::from_secs(30)),
+            trust: Trust::Network,
+            position: Position::Tracked {
+                run: run.into(),
+                metric: "cmp".into(),
+            },
+            previous: None,
+        };
+        let engine = &engine;
+        async move {
+            // The position is decided before the queries, whatever the data at that time.
+            let out = engine.call(call).await.unwrap();
+            out.metadata["check"].clone()
+        }
+    };
+    assert_eq!(check("a", 0).await, "1 of 4");
+    assert_eq!(check("a", 1).await, "2 of 4");
+    assert_eq!(check("b", 1).await, "1 of 4");
+    assert_eq!(check("a", 2).await, "3 of 4");
+    // Silent for more than 3 intervals: a new run.
+    assert_eq!(check("a", 6).await, "1 of 4");
+    assert_eq!(check("b", 2).await, "2 of 4");
 }

@@ -395,3 +395,28 @@ fn grpc_run_places_compare_checks_by_the_runs_status() {
         "analysis_run.status.metric_results[0].count: must be 0 or more",
     );
 }
+
+/// Issue 14: Argo's `count` is an int32 (`intstr.IntOrString`, argo-rollouts v1.9.1
+/// pkg/apis/rollouts/v1alpha1/analysis_types.go). `Metric.count` is int64 on the wire so that a
+/// larger value reaches rollgate's one rule (shared with the net/rpc plugin and templates) and
+/// is refused naming `count`, instead of being truncated to 1 by an int32 decoder.
+#[test]
+fn grpc_counts_outside_argos_int32_are_refused() {
+    let prom = stub();
+    let good = spec(&prom.url, QUERY);
+    let m = |count: i64| json!({"name": "error-rate", "interval": "1m", "count": count, "spec_json": good});
+    let calls = json!([
+        {"method": "Run", "request": {"metric": m(4_294_967_297)}},
+        {"method": "GetMetadata", "request": {"metric": m(2_147_483_648)}},
+        {"method": "Run", "request": {"metric": m(-1)}},
+        {"method": "Run", "request": {"metric": m(2_147_483_647)}},
+    ]);
+    let out = check(&calls, &["-mtls=false", "--", "--protocol", "grpc"]);
+    let says = "count: expected a whole number from 0 to 2147483647";
+    refused(&out, 0, "Run", "InvalidArgument", says);
+    refused(&out, 0, "Run", "InvalidArgument", "4294967297");
+    refused(&out, 1, "GetMetadata", "InvalidArgument", says);
+    refused(&out, 2, "Run", "InvalidArgument", says);
+    let m = &ok(&out, 3, "Run")["measurement"];
+    assert_eq!(m["phase"], "PHASE_SUCCESSFUL", "{m}");
+}

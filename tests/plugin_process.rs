@@ -401,3 +401,68 @@ fn the_socket_directory_of_a_killed_plugin_is_removed_by_the_next_start() {
     assert!(wait_bounded(&mut second, Duration::from_secs(5)).success());
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
+
+/// Both plugin modes start through one host layer (src/plugin_host): for the same environment,
+/// including blank and whitespace-only variables (which the two modes used to read
+/// differently), the handshake lines agree in every field but the protocol and the socket's
+/// unique directory name, and both end on SIGTERM with their directory removed.
+#[test]
+fn both_plugin_modes_print_the_same_handshake_for_the_same_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let envs: [&[(&str, &str)]; 3] = [
+        &[("PLUGIN_PROTOCOL_VERSIONS", "1")],
+        &[("PLUGIN_PROTOCOL_VERSIONS", "3, 1, x")],
+        // Blank means not given: no group, default versions, no AutoMTLS.
+        &[
+            ("PLUGIN_PROTOCOL_VERSIONS", " "),
+            ("PLUGIN_UNIX_SOCKET_GROUP", " "),
+            ("PLUGIN_CLIENT_CERT", "  "),
+        ],
+    ];
+    for env in envs {
+        let mut lines = Vec::new();
+        for protocol in ["netrpc", "grpc"] {
+            let mut cmd = plugin();
+            cmd.env("ARGO_ROLLOUTS_RPC_PLUGIN", "metricprovider")
+                .env("ROLLGATE_PLUGIN_PROTOCOL", protocol)
+                .env("PLUGIN_UNIX_SOCKET_DIR", dir.path())
+                .envs(env.iter().copied());
+            let mut child = cmd.spawn().unwrap();
+            let mut line = String::new();
+            BufReader::new(child.stdout.take().unwrap())
+                .read_line(&mut line)
+                .unwrap();
+            signal(&child, "-TERM");
+            let status = wait_bounded(&mut child, Duration::from_secs(5));
+            assert!(status.success(), "{protocol} {env:?}: {status:?}");
+            lines.push(line);
+        }
+        let fields = |l: &str| -> Vec<String> {
+            l.trim_end_matches('\n')
+                .split('|')
+                .map(str::to_string)
+                .collect()
+        };
+        let (net, grpc) = (fields(&lines[0]), fields(&lines[1]));
+        assert_eq!(net.len(), 6, "{lines:?}");
+        assert_eq!(grpc.len(), 6, "{lines:?}");
+        assert_eq!((net[4].as_str(), grpc[4].as_str()), ("netrpc", "grpc"));
+        assert_eq!(net[..3], grpc[..3], "{env:?}: {lines:?}");
+        assert_eq!(net[5], grpc[5], "{env:?}: {lines:?}");
+        // Same place and name of the socket, in each process's own directory.
+        for f in [&net, &grpc] {
+            let p = std::path::Path::new(&f[3]);
+            assert_eq!(
+                p.parent().and_then(|d| d.parent()),
+                Some(dir.path()),
+                "{f:?}"
+            );
+            assert_eq!(p.file_name().unwrap(), "plugin.sock", "{f:?}");
+        }
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            0,
+            "a socket directory was left behind"
+        );
+    }
+}

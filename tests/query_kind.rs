@@ -17,7 +17,9 @@ mod support;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, TimeZone, Utc};
-use rollgate::engine::{AddressPolicy, Engine, EvalOptions};
+use rollgate::engine::{
+    AddressPolicy, Call, CallError, Deadline, Engine, EvalOptions, Expiry, Position, Trust,
+};
 use rollgate::measurement::{Measurement, Phase};
 use rollgate::prometheus::{Backend, Client};
 use rollgate::spec::Metric;
@@ -423,4 +425,104 @@ async fn no_address_anywhere_is_an_error_that_says_how_to_set_one() {
         "{}",
         out.message
     );
+}
+
+/// One call into the engine, as a surface makes it, measured on its own.
+fn call(metric: &Metric, deadline: Deadline, trust: Trust) -> Call<'_> {
+    Call {
+        metric,
+        at: None,
+        deadline,
+        trust,
+        position: Position::Single,
+        previous: None,
+    }
+}
+
+#[tokio::test]
+async fn a_spec_from_the_network_may_not_name_server_files() {
+    let url = closed_port();
+    for (key, prometheus) in [
+        (
+            "bearerTokenFile",
+            json!({"bearerTokenFile": "/etc/hostname"}),
+        ),
+        ("caFile", json!({"caFile": "/etc/hostname"})),
+        (
+            "basicAuth",
+            json!({"basicAuth": {"username": "u", "passwordFile": "/etc/hostname"}}),
+        ),
+    ] {
+        let mut p = prometheus;
+        p["address"] = json!(url);
+        p["retries"] = json!(0);
+        let m = metric(&url, "up", "", json!({ "prometheus": p }));
+        let budget = || Deadline::for_call(None, Duration::from_secs(5));
+        let e = engine()
+            .call(call(&m, budget(), Trust::Network))
+            .await
+            .unwrap_err();
+        assert_eq!(e, CallError::ServerFile { key }, "{key}");
+        assert!(
+            e.to_string().starts_with(&format!(
+                "prometheus.{key}: specs sent over the network may not read files"
+            )),
+            "{e}"
+        );
+        // The operator's spec is measured (and fails on the closed port, not on trust).
+        let out = engine()
+            .call(call(&m, budget(), Trust::Operator))
+            .await
+            .unwrap();
+        assert_eq!(out.phase, Phase::Error, "{out:?}");
+        assert!(!out.message.contains("may not read files"), "{out:?}");
+    }
+}
+
+#[tokio::test]
+async fn past_its_deadline_a_call_is_an_error_or_no_answer() {
+    let stub = Stub::start(Mode::NeverAnswer);
+    let m = metric(
+        &stub.url,
+        "up",
+        "result[0] < 1",
+        json!({"prometheus": {"address": stub.url, "retries": 0, "timeout": "60s"}}),
+    );
+    // The queries are not bounded here: only the cut-off ends the call.
+    let cut_off = |on_expiry: Expiry| {
+        let now = tokio::time::Instant::now();
+        Deadline {
+            queries_by: now + Duration::from_secs(60),
+            cut_off_at: now + Duration::from_millis(300),
+            on_expiry,
+        }
+    };
+    let t = Instant::now();
+    let out = engine()
+        .call(call(
+            &m,
+            cut_off(Expiry::Error("no verdict in time".into())),
+            Trust::Operator,
+        ))
+        .await
+        .unwrap();
+    assert_eq!(
+        (out.phase, out.message.as_str()),
+        (Phase::Error, "no verdict in time")
+    );
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    let e = engine()
+        .call(call(&m, cut_off(Expiry::CallerGone), Trust::Operator))
+        .await
+        .unwrap_err();
+    assert_eq!(e, CallError::DeadlineExceeded);
+    // A server's deadline: the queries get 90 % of it and the engine's own Error says why.
+    let t = Instant::now();
+    let server = Deadline::answer_within(Duration::from_secs(1), "deadline (--deadline)");
+    let out = engine()
+        .call(call(&m, server, Trust::Operator))
+        .await
+        .unwrap();
+    assert_eq!(out.phase, Phase::Error, "{out:?}");
+    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
 }

@@ -22,7 +22,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 use serve_common::{
-    client, error_rate_template, flagger_payload, path_str, post, template_dir, ServeProcess, HOOKS,
+    client, compare_template, error_rate_template, flagger_payload, path_str, post, post_for_json,
+    serve_templates, template_dir, ServeProcess, HOOKS,
 };
 use support::stub::{closed_port, Mode, Stub};
 
@@ -636,60 +637,16 @@ fn bad_input_is_a_4xx_with_a_reason_and_never_hurts_the_server() {
         .any(|v| v["refusal"].as_str().unwrap().contains("unknown template")));
 }
 
-/// A compare template on the healthy canary/stable pair: `repeated` is measured every second in
-/// runs of 4 checks, `once` has no interval.
-fn compare_template() -> String {
-    use support::scenarios::{CMP_HEALTHY_CANARY as CANARY, CMP_HEALTHY_STABLE as STABLE};
-    let provider = serde_json::json!({"plugin": {"rollgate/analysis": {
-        "compare": {
-            "canary": {"bad": CANARY.bad_query("10m"), "total": CANARY.total_query("10m")},
-            "stable": {"bad": STABLE.bad_query("10m"), "total": STABLE.total_query("10m")},
-            "maxIncrease": 0.2, "margin": 0.001, "confidence": 0.95, "minRequests": 500
-        },
-        "noData": "inconclusive"
-    }}});
-    // JSON is YAML: the file is read as any template.
-    serde_json::json!({
-        "apiVersion": "argoproj.io/v1alpha1",
-        "kind": "AnalysisTemplate",
-        "metadata": {"name": "compare"},
-        "spec": {"metrics": [
-            {"name": "repeated", "interval": "1s", "count": 4, "provider": provider},
-            {"name": "once", "provider": provider}
-        ]}
-    })
-    .to_string()
-}
-
 #[test]
 fn repeated_calls_for_one_canary_revision_are_the_checks_of_one_run() {
-    let prom = support::prom::shared();
-    let dir = template_dir(&[("compare.yaml", compare_template())]);
-    let server = ServeProcess::start(&[
-        "--prometheus",
-        &prom.url,
-        "--templates",
-        path_str(dir.path()),
-    ]);
+    let (_dir, server) = serve_templates(&[("compare.yaml", compare_template())]);
     let url = format!("{}/flagger/v1/check", server.url);
     let rt = runtime();
     // The `check` metadata of each metric ("2 of 4"), for a call about revision `checksum`.
     let checks = |checksum: &str| -> Vec<String> {
         let body = flagger_payload("Progressing", &[("template", "compare")])
             .replace("6d8f5cb8b7", checksum);
-        let answer: Value = rt.block_on(async {
-            let text = client()
-                .post(&url)
-                .header("Accept", "application/json")
-                .body(body)
-                .send()
-                .await
-                .unwrap()
-                .text()
-                .await
-                .unwrap();
-            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
-        });
+        let answer = rt.block_on(post_for_json(&url, body));
         answer["measurements"]
             .as_array()
             .unwrap_or_else(|| panic!("{answer}"))

@@ -24,7 +24,10 @@ use rollgate::condition::{evaluate_result, Condition, Value as CondValue};
 use rollgate::measurement::Phase;
 use rollgate::spec::{substitute, ArgValues};
 use serde_json::{json, Value};
-use serve_common::{client, error_rate_template, path_str, template_dir, ServeProcess};
+use serve_common::{
+    client, compare_template, error_rate_template, path_str, post_for_json, serve_templates,
+    template_dir, ServeProcess,
+};
 use support::stub::closed_port;
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -392,4 +395,44 @@ fn templates_and_argo_metric_objects_are_accepted_and_bad_requests_named() {
             .unwrap()
             .starts_with("Failed: error-ratio: "));
     });
+}
+
+/// Argo's web provider sends no run id (argo-rollouts `metricproviders/webmetric/webmetric.go`,
+/// `Run`: the request is built from `metric.provider.web` alone), so the engine's run tracker
+/// keys a run by what the request holds. Before it, every call was "1 of 1": each compare check
+/// spent the whole error budget.
+#[test]
+fn repeated_web_calls_of_one_run_get_increasing_check_positions() {
+    let (_dir, server) = serve_templates(&[("compare.yaml", compare_template())]);
+    let url = format!("{}/argo/v1/measure", server.url);
+    let rt = runtime();
+    // The `check` metadata of the answer to `body` (a single metric's measurement).
+    let check = |body: &Value| -> String {
+        let answer = rt.block_on(post_for_json(&url, body.to_string()));
+        answer["metadata"]["check"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no check: {answer}"))
+            .to_string()
+    };
+    let run_a = json!({"template": "compare", "metric": "repeated", "args": {"rollout": "a"}});
+    let run_b = json!({"template": "compare", "metric": "repeated", "args": {"rollout": "b"}});
+    // An inline Argo metric object carries its own interval and count.
+    let template: Value = serde_json::from_str(&compare_template()).unwrap();
+    let inline = json!({"spec": template["spec"]["metrics"][0]});
+    let once = json!({"template": "compare", "metric": "once"});
+    let second = Duration::from_millis(1_000);
+    assert_eq!(check(&run_a), "1 of 4");
+    assert_eq!(check(&inline), "1 of 4");
+    std::thread::sleep(second + Duration::from_millis(200));
+    assert_eq!(check(&run_a), "2 of 4");
+    assert_eq!(check(&inline), "2 of 4");
+    // Other arguments are another run; a metric without interval is a single check.
+    assert_eq!(check(&run_b), "1 of 4");
+    assert_eq!(check(&once), "1 of 1");
+    std::thread::sleep(second + Duration::from_millis(200));
+    assert_eq!(check(&run_a), "3 of 4");
+    assert_eq!(check(&run_b), "2 of 4");
+    // No call for more than 3 intervals: the run is over, the next call starts a new one.
+    std::thread::sleep(3 * second + Duration::from_millis(500));
+    assert_eq!(check(&run_a), "1 of 4");
 }

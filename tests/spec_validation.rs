@@ -209,28 +209,6 @@ fn templates_resolve_args_and_providers() {
 }
 
 #[test]
-fn a_count_past_u32_is_named_not_wrapped() {
-    let t = &Template::parse_all(TEMPLATE, "t.yaml").unwrap()[0];
-    let args = |count: &str| -> [(String, String); 2] {
-        [
-            ("window".into(), "5m".into()),
-            ("count".into(), count.into()),
-        ]
-    };
-    // 2^32 + 1 used to wrap to a count of 1.
-    let e = t.metrics(&args("4294967297")).unwrap_err().to_string();
-    assert_eq!(
-        e,
-        "spec.metrics[0].count: expected a whole number up to 4294967295, got 4294967297"
-    );
-    assert_eq!(
-        t.metrics(&args("4294967295")).unwrap()[0].count,
-        Some(u32::MAX)
-    );
-    assert_eq!(t.metrics(&args("-2")).unwrap()[0].count, Some(0));
-}
-
-#[test]
 fn template_errors_name_the_metric_path() {
     let broken = TEMPLATE.replace(
         "successCondition: result[0] < 0.01",
@@ -309,4 +287,57 @@ proptest! {
         let _ = MetricSpec::from_value(&v, "");
         let _ = MetricSpec::from_json_bytes(v.to_string().as_bytes());
     }
+}
+
+/// Issue 14: `count: 4294967297` used to become 1 here (wrapped into a u32) while the plugin
+/// dropped it. Argo's `Metric.Count` is an `intstr.IntOrString` holding an int32
+/// (argo-rollouts v1.9.1, pkg/apis/rollouts/v1alpha1/analysis_types.go): the template is
+/// refused naming the key, through the library and through `rollgate dry-run`.
+#[test]
+fn template_counts_outside_argos_int32_are_refused() {
+    let t = &Template::parse_all(TEMPLATE, "t.yaml").unwrap()[0];
+    for bad in ["4294967297", "2147483648", "-1", "three"] {
+        let e = t
+            .metrics(&[("window".into(), "5m".into()), ("count".into(), bad.into())])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("spec.metrics[0].count: expected a whole number from 0 to 2147483647"),
+            "{bad}: {e}"
+        );
+    }
+    let max = t
+        .metrics(&[
+            ("window".into(), "5m".into()),
+            ("count".into(), "2147483647".into()),
+        ])
+        .unwrap();
+    assert_eq!(max[0].count, Some(2_147_483_647));
+    // A YAML number, not only a substituted string.
+    let number = TEMPLATE.replace(r#"count: "{{args.count}}""#, "count: 4294967297");
+    let t = &Template::parse_all(&number, "t.yaml").unwrap()[0];
+    let e = t.metrics(&[("window".into(), "5m".into())]).unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("spec.metrics[0].count: expected a whole number from 0 to 2147483647"),
+        "{e}"
+    );
+
+    // The dry-run surface fails naming the key and the value.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("t.yaml");
+    std::fs::write(&file, TEMPLATE).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rollgate"))
+        .arg("dry-run")
+        .arg("-f")
+        .arg(&file)
+        .args(["--arg", "window=5m", "--arg", "count=4294967297"])
+        .args(["--prometheus", "http://127.0.0.1:9"])
+        .env_remove("ARGO_ROLLOUTS_RPC_PLUGIN")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("spec.metrics[0].count"), "{err}");
+    assert!(err.contains("4294967297"), "{err}");
 }

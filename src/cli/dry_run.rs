@@ -6,8 +6,8 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use clap::{Args, ValueEnum};
 
-use crate::engine::{AddressPolicy, Engine, EvalOptions};
-use crate::measurement::Phase;
+use crate::engine::{AddressPolicy, Call, Deadline, Engine, Position, Trust};
+use crate::measurement::{Measurement, Phase};
 use crate::prometheus::{Backend, Client, Recorder, Replay};
 use crate::spec::duration::parse_duration;
 use crate::spec::{check_address, Metric, Provider, Template};
@@ -185,13 +185,22 @@ pub(super) fn save_recording(path: Option<&Path>, backend: &Backend) -> Result<(
 
 async fn evaluate_all(engine: &Engine, work: &[(String, Metric)], args: &DryRunArgs) -> Vec<Row> {
     let evaluations = work.iter().map(|(template, metric)| async move {
-        let opts = EvalOptions {
-            at: args.at,
-            ..EvalOptions::with_budget(args.timeout)
-        };
         let measurement = match &metric.provider {
             Provider::Unsupported(_) => None,
-            _ => Some(engine.measure(metric, &opts).await),
+            // The operator's own files, measured once; `--timeout` bounds the queries.
+            _ => Some(
+                engine
+                    .call(Call {
+                        metric,
+                        at: args.at,
+                        deadline: Deadline::for_call(None, args.timeout),
+                        trust: Trust::Operator,
+                        position: Position::Single,
+                        previous: None,
+                    })
+                    .await
+                    .unwrap_or_else(|e| Measurement::error(e.to_string(), chrono::Utc::now())),
+            ),
         };
         Row {
             template: template.clone(),

@@ -46,6 +46,8 @@ pub struct Cli {
 
     // Not a doc comment: clap would read it as help text.
     #[allow(missing_docs)]
+    // Not a doc comment: clap would read it as help text.
+    #[allow(missing_docs)]
     #[command(subcommand)]
     pub command: Command,
 }

@@ -4,7 +4,7 @@ use super::stdout::outln;
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::json;
 
-use crate::measurement::{Measurement, Phase};
+use crate::measurement::{JsonKeys, JsonLabels, Measurement, Phase};
 
 /// One metric's line of output; `measurement` is `None` for a provider rollgate skips.
 pub(crate) struct Row {
@@ -53,18 +53,14 @@ pub(crate) fn print_json(rows: &[Row], overall: Phase, at: Option<DateTime<Utc>>
     let metrics: Vec<_> = rows
         .iter()
         .map(|r| match &r.measurement {
-            Some(m) => json!({
-                "template": r.template,
-                "name": r.metric,
-                "kind": r.kind,
-                "phase": m.phase.as_str(),
-                "value": m.value,
-                "message": m.message,
-                "metadata": m.metadata,
-                "startedAt": m.started_at.to_rfc3339_opts(SecondsFormat::Millis, true),
-                "finishedAt": m.finished_at.map(|t| t.to_rfc3339_opts(SecondsFormat::Millis, true)),
-                "resumeAt": m.resume_at.map(|t| t.to_rfc3339_opts(SecondsFormat::Millis, true)),
-            }),
+            Some(m) => m.to_json(
+                JsonKeys::DryRun,
+                Some(JsonLabels {
+                    template: &r.template,
+                    metric: &r.metric,
+                    kind: &r.kind,
+                }),
+            ),
             None => json!({"template": r.template, "name": r.metric, "kind": r.kind, "phase": "Skipped"}),
         })
         .collect();

@@ -7,10 +7,12 @@ use clap::parser::ValueSource;
 use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, ValueEnum};
 use tracing_subscriber::EnvFilter;
 
+use crate::argo::ArgoProvider;
 use crate::engine::{AddressPolicy, Engine};
-use crate::goplugin::{check_cookie, serve, ServeOptions};
-use crate::plugin::RollgatePlugin;
+use crate::goplugin::{serve, ServeOptions};
+use crate::plugin_host::check_cookie;
 use crate::prometheus::{Backend, Client};
+use crate::shutdown::Signals;
 use crate::spec::check_address;
 
 /// How long the exit waits for the runtime's threads once serving has ended.
@@ -48,7 +50,7 @@ pub enum Protocol {
 
 /// Whether the process was started by a plugin host (the cookie's key is present at all).
 pub(crate) fn started_by_host() -> bool {
-    std::env::var_os(crate::goplugin::COOKIE_KEY).is_some()
+    std::env::var_os(crate::plugin_host::COOKIE_KEY).is_some()
 }
 
 /// Where an argument's value came from, for messages: the flag or its environment variable.
@@ -134,19 +136,27 @@ pub(crate) fn run() -> u8 {
             return 1;
         }
     };
-    let served = match args.protocol {
-        Protocol::Netrpc => runtime
-            .block_on(serve(
-                Arc::new(RollgatePlugin::new(engine)),
-                ServeOptions::from_env(),
-            ))
-            .map_err(|e| e.to_string()),
-        Protocol::Grpc => runtime
-            .block_on(crate::grpc::plugin_mode::serve(
-                engine,
-                crate::grpc::plugin_mode::PluginOptions::from_env(),
-            ))
-            .map_err(|e| e.to_string()),
+    // One shutdown for whichever server runs: SIGTERM ends it, SIGINT is ignored as go-plugin
+    // plugins do (on a thread of its own, before the socket exists).
+    let shutdown = crate::shutdown::on_signals(Signals::TermOnly);
+    let served = match shutdown {
+        Err(e) => Err(crate::plugin_host::HostError::Signal(e).to_string()),
+        Ok(shutdown) => match args.protocol {
+            Protocol::Netrpc => runtime
+                .block_on(serve(
+                    Arc::new(ArgoProvider::new(engine)),
+                    ServeOptions::from_env(),
+                    shutdown,
+                ))
+                .map_err(|e| e.to_string()),
+            Protocol::Grpc => runtime
+                .block_on(crate::grpc::plugin_mode::serve(
+                    engine,
+                    crate::grpc::plugin_mode::PluginOptions::from_env(),
+                    shutdown,
+                ))
+                .map_err(|e| e.to_string()),
+        },
     };
     // Calls still in flight are dropped; a worker busy in synchronous work (a large decode)
     // must not hold the exit, so the runtime is not waited for beyond this.

@@ -201,16 +201,15 @@ fn execute(args: ServeArgs) -> Result<(), String> {
             let listener = tokio::net::TcpListener::bind(addr)
                 .await
                 .map_err(|e| format!("cannot listen for gRPC on {addr}: {e}"))?;
-            let mut terminate =
-                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-                    .map_err(|e| format!("cannot install signal handlers: {e}"))?;
+            let shutdown = crate::shutdown::on_signals(crate::shutdown::Signals::TermAndInt)
+                .map_err(|e| format!("cannot install signal handlers: {e}"))?;
             tracing::info!(addr = %addr, "gRPC listening");
             tokio::spawn(crate::grpc::remote::serve_remote(
                 listener,
                 engine,
                 options,
                 async move {
-                    terminate.recv().await;
+                    shutdown.wait().await;
                 },
             ));
         }

@@ -12,24 +12,18 @@ use crate::measurement::Phase;
 use crate::prometheus::{
     PrometheusConfig, PrometheusError, QueryData, QueryRequest, QueryResponse,
 };
-use crate::spec::{CompareForm, CompareSpec, Metric, NoDataPolicy, RatioQueries};
+use crate::spec::{CompareForm, CompareSpec, Metric, RatioQueries};
 use crate::stats::{self, DistOptions, Look, RatioInput, RatioOptions, Verdict};
 
 use super::no_data::{self, NoData};
 use super::result::{format_count, numbers};
-use super::{insufficient, Engine, EvalOptions, Outcome};
+use super::{insufficient, Ctx, Engine, EvalOptions, Outcome};
 
 impl Engine {
     /// Measures a `compare` metric.
-    pub(super) async fn measure_compare(
-        &self,
-        metric: &Metric,
-        spec: &CompareSpec,
-        no_data: NoDataPolicy,
-        config: &PrometheusConfig,
-        opts: &EvalOptions,
-        started_at: DateTime<Utc>,
-    ) -> Outcome {
+    pub(super) async fn measure_compare(&self, cx: &Ctx<'_>, spec: &CompareSpec) -> Outcome {
+        let (metric, no_data, config, opts, started_at) =
+            (cx.metric, cx.no_data, cx.config, cx.opts, cx.started_at);
         let mut out = Outcome::new();
         describe(spec, &mut out.metadata);
         let look = look(metric, opts, started_at).with_design(spec.design);
@@ -53,7 +47,7 @@ impl Engine {
                 let [cb, ct, sb, st] = match counts {
                     Err((what, e)) => return out.error(format!("compare.{what} failed: {e}")),
                     Ok((c, warnings)) => {
-                        out.warnings.extend(warnings);
+                        out.note_warning_texts(&warnings);
                         c
                     }
                 };
@@ -105,7 +99,7 @@ impl Engine {
                         format_count(input.stable_total as f64),
                         format_count(*min_requests as f64)
                     );
-                    return insufficient(out, spec.on_insufficient, &why, metric, opts, started_at);
+                    return insufficient(out, spec.on_insufficient, &why, cx);
                 }
                 let options = RatioOptions {
                     max_increase: spec.max_increase,
@@ -140,7 +134,7 @@ impl Engine {
                     match result {
                         Err(e) => return out.error(format!("{what} failed: {e}")),
                         Ok((data, warnings)) => {
-                            out.warnings.extend(warnings);
+                            out.note_warning_texts(&warnings);
                             let values = numbers(&data);
                             if values.is_empty() {
                                 let (phase, message) =
@@ -155,7 +149,7 @@ impl Engine {
                 let (cn, sn) = (usable(&sides[0]), usable(&sides[1]));
                 if cn.min(sn) < *min_samples {
                     let why = format!("{cn} canary and {sn} stable samples (NaN removed), {min_samples} needed on each side");
-                    return insufficient(out, spec.on_insufficient, &why, metric, opts, started_at);
+                    return insufficient(out, spec.on_insufficient, &why, cx);
                 }
                 let options = DistOptions {
                     direction: *direction,
@@ -250,8 +244,8 @@ fn count(v: f64) -> u64 {
     }
 }
 
-/// Maps the statistical verdict to a phase, unless Argo's conditions (evaluated on the JSON value)
-/// are given: then they decide, as in SPEC.md 2.1.
+/// Maps the statistical verdict to a phase; the metric's conditions, evaluated on the JSON
+/// value, override it ([`verdict::built_in_unless_conditions`]).
 fn judge<T: serde::Serialize>(
     mut out: Outcome,
     metric: &Metric,
@@ -273,19 +267,7 @@ fn judge<T: serde::Serialize>(
         Verdict::NotWorse => Phase::Successful,
         Verdict::Undecided => Phase::Inconclusive,
     };
-    out.metadata
-        .insert("verdict".into(), built_in.as_str().into());
-    if metric.success_condition.is_none() && metric.failure_condition.is_none() {
-        return out.finish(built_in, message);
-    }
-    let result = Value::from(&json);
-    match metric.judge(&result) {
-        Ok(phase) => out.finish(
-            phase,
-            format!("{message}; the metric's conditions make this {phase}"),
-        ),
-        Err(failure) => out.error(failure.to_string()),
-    }
+    super::verdict::built_in_unless_conditions(out, metric, built_in, &Value::from(&json), message)
 }
 
 /// Which check of its run this measurement is, for the error spending of repeated checks:

@@ -1,9 +1,29 @@
 //! The analysis engine: the one place that turns a metric into a measurement.
 //!
 //! Every surface (Argo plugin, gRPC, Flagger webhook, web provider, dry run) builds a
-//! [`Metric`] and calls [`Engine::measure`]; the rules — the request guard, the no-data policy,
-//! Argo's condition semantics, the phase — are decided in this module and its children only.
+//! [`Metric`] and asks the engine, with [`Engine::call`] (a [`Call`]: metric, time, deadline,
+//! trust, run position) or, for callers that bound their own time, [`Engine::measure`]. The
+//! surfaces translate requests and answers; every rule is decided here:
+//!
+//! | rule | where |
+//! |---|---|
+//! | deadline → Error (or no answer for a caller that has gone), a call's deadline within a service's budget | `call`: [`Deadline`], [`Engine::call`] |
+//! | a spec from the network may not name files on this machine | `call`: [`Trust::admit`] |
+//! | which check of its run a call is (AnalysisRun, else the run tracker) | `call`: [`Position`]; [`runs`] |
+//! | which Prometheus address a metric uses | [`AddressPolicy`], `Engine::resolve` |
+//! | the request guard (`minRequests`) | `guard` |
+//! | the no-data policy | `no_data` |
+//! | too little data: `onInsufficient`, `wait` | `insufficient`, `wait` |
+//! | the kinds: query, compare, fleet, Argo's `prometheus` | `query`, `compare`, `fleet`, `Engine::measure_argo_prometheus` |
+//! | Argo's conditions, and conditions overriding a built-in verdict | `verdict` |
+//! | Prometheus warnings and infos: once each, in message and metadata | `Outcome::note_warnings` |
+//! | several metrics as one answer | [`combine`] |
+//! | Argo's AnalysisRun phase rules (backtests) | [`run`] |
+//!
+//! The measurement's JSON (each surface's key set) is [`crate::measurement::Measurement::to_json`].
 
+mod call;
+pub(crate) mod combine;
 mod compare;
 mod fleet;
 mod guard;
@@ -11,6 +31,8 @@ mod no_data;
 mod query;
 pub(crate) mod result;
 pub(crate) mod run;
+pub(crate) mod runs;
+mod verdict;
 mod wait;
 
 use std::collections::BTreeMap;
@@ -21,8 +43,9 @@ use chrono::{DateTime, Utc};
 
 use crate::measurement::{Measurement, Phase};
 use crate::prometheus::{Backend, PrometheusConfig, PrometheusError, QueryRequest, QueryResponse};
-use crate::spec::{Metric, MetricKind, OnInsufficient, Provider};
+use crate::spec::{Metric, MetricKind, NoDataPolicy, OnInsufficient, Provider};
 
+pub use call::{Call, CallError, Deadline, Expiry, Position, Trust};
 pub use fleet::RulePlacement;
 
 /// The environment variable that names a Prometheus address when a spec gives none.
@@ -86,6 +109,8 @@ pub struct Engine {
     backend: Backend,
     addresses: AddressPolicy,
     observer: Option<QueryObserver>,
+    /// Where the calls of surfaces without a run start stand in their runs.
+    runs: runs::RunClock,
 }
 
 impl std::fmt::Debug for Engine {
@@ -104,6 +129,7 @@ impl Engine {
             backend,
             addresses,
             observer: None,
+            runs: runs::RunClock::default(),
         }
     }
 
@@ -167,19 +193,17 @@ impl Engine {
             Provider::Rollgate(spec) => match self.resolve(&spec.prometheus) {
                 Err(message) => Outcome::new().error(message),
                 Ok(config) => {
+                    let cx = Ctx {
+                        metric,
+                        no_data: spec.no_data,
+                        config: &config,
+                        opts,
+                        started_at,
+                    };
                     let mut out = match &spec.kind {
-                        MetricKind::Query(q) => {
-                            self.measure_query(metric, q, spec.no_data, &config, opts, started_at)
-                                .await
-                        }
-                        MetricKind::Compare(c) => {
-                            self.measure_compare(metric, c, spec.no_data, &config, opts, started_at)
-                                .await
-                        }
-                        MetricKind::Fleet(f) => {
-                            self.measure_fleet(metric, f, spec.no_data, &config, opts, started_at)
-                                .await
-                        }
+                        MetricKind::Query(q) => self.measure_query(&cx, q).await,
+                        MetricKind::Compare(c) => self.measure_compare(&cx, c).await,
+                        MetricKind::Fleet(f) => self.measure_fleet(&cx, f).await,
                     };
                     out.metadata.insert("kind".into(), spec.kind.name().into());
                     out
@@ -310,23 +334,27 @@ impl Engine {
                 out.note_warnings(&response);
                 result::histograms_as_zero(&mut response);
                 out.value = result::argo_value_string(&response.data);
-                query::judge(out, metric, &response, "")
+                verdict::by_conditions(out, metric, &response, "")
             }
         }
     }
 }
 
+/// What every kind's measurement reads: the metric, its no-data policy, the resolved Prometheus
+/// config, the options and when the measurement started. One struct instead of six arguments.
+struct Ctx<'a> {
+    metric: &'a Metric,
+    no_data: NoDataPolicy,
+    config: &'a PrometheusConfig,
+    opts: &'a EvalOptions,
+    started_at: DateTime<Utc>,
+}
+
 /// Too little data to judge (below `minRequests` / `minSamples`): the spec's `onInsufficient`
 /// decides, and `wait` asks Argo to come back within the metric's interval. `why` says what was
 /// seen and what was needed.
-fn insufficient(
-    out: Outcome,
-    on: OnInsufficient,
-    why: &str,
-    metric: &Metric,
-    opts: &EvalOptions,
-    now: DateTime<Utc>,
-) -> Outcome {
+fn insufficient(out: Outcome, on: OnInsufficient, why: &str, cx: &Ctx<'_>) -> Outcome {
+    let (metric, opts, now) = (cx.metric, cx.opts, cx.started_at);
     let fixed = |phase: Phase| {
         format!(
             "too little traffic: {why}; onInsufficient: {} makes this {phase}",
@@ -380,9 +408,21 @@ impl Outcome {
         self.finish(Phase::Error, message)
     }
 
+    /// Keeps a response's warnings and infos once each: the queries of one measurement often
+    /// go to the same partial store and carry the same text (the one warnings policy of every
+    /// kind).
     fn note_warnings(&mut self, response: &QueryResponse) {
-        self.warnings.extend(response.warnings.iter().cloned());
+        self.note_warning_texts(&response.warnings);
         self.note_infos(response);
+    }
+
+    /// Keeps warning texts once each.
+    fn note_warning_texts(&mut self, warnings: &[String]) {
+        for w in warnings {
+            if !self.warnings.contains(w) {
+                self.warnings.push(w.clone());
+            }
+        }
     }
 
     /// Keeps a response's infos once each (every query of a run may carry the same note).

@@ -1,27 +1,16 @@
 //! The `query` metric kind: guard first, then the query, its no-data rule, then Argo's conditions.
 
-use chrono::{DateTime, Utc};
-
-use crate::measurement::Phase;
-use crate::prometheus::{PrometheusConfig, QueryResponse};
-use crate::spec::{Metric, NoDataPolicy, QuerySpec};
+use crate::spec::QuerySpec;
 
 use super::guard::{self, GuardReading};
 use super::no_data::{self, abbreviate};
-use super::result::{argo_value_string, condition_value, format_count};
-use super::{insufficient, Engine, EvalOptions, Outcome};
+use super::result::{argo_value_string, format_count};
+use super::{insufficient, verdict, Ctx, Engine, Outcome};
 
 impl Engine {
     /// Measures a `query` metric.
-    pub(super) async fn measure_query(
-        &self,
-        metric: &Metric,
-        spec: &QuerySpec,
-        no_data: NoDataPolicy,
-        config: &PrometheusConfig,
-        opts: &EvalOptions,
-        started_at: DateTime<Utc>,
-    ) -> Outcome {
+    pub(super) async fn measure_query(&self, cx: &Ctx<'_>, spec: &QuerySpec) -> Outcome {
+        let (metric, no_data, config, opts) = (cx.metric, cx.no_data, cx.config, cx.opts);
         let mut out = Outcome::new();
         out.metadata.insert("query".into(), spec.query.clone());
 
@@ -69,7 +58,7 @@ impl Engine {
                     out.metadata
                         .insert("minRequests.seen".into(), format_count(seen));
                     let why = guard::seen_vs_needed(seen, g.count);
-                    return insufficient(out, g.on_insufficient, &why, metric, opts, started_at);
+                    return insufficient(out, g.on_insufficient, &why, cx);
                 }
             }
         }
@@ -85,46 +74,6 @@ impl Engine {
             out.metadata.insert("noData".into(), why.describe());
             return out.finish(phase, message);
         }
-        judge(out, metric, &response, &guard_note)
-    }
-}
-
-/// Applies Argo's conditions to a result that has data, and says why in one sentence.
-pub(super) fn judge(
-    out: Outcome,
-    metric: &Metric,
-    response: &QueryResponse,
-    note: &str,
-) -> Outcome {
-    let result = condition_value(&response.data);
-    let value = out.value.clone();
-    match metric.judge(&result) {
-        Ok(phase) => out.finish(
-            phase,
-            format!("result {value}: {}{note}", explain(metric, phase)),
-        ),
-        Err(failure) => out.error(format!("result {value}: {failure}")),
-    }
-}
-
-fn explain(metric: &Metric, phase: Phase) -> String {
-    let success = metric
-        .success_condition
-        .as_ref()
-        .map(|c| c.source().to_string());
-    let failure = metric
-        .failure_condition
-        .as_ref()
-        .map(|c| c.source().to_string());
-    match (phase, success, failure) {
-        (Phase::Successful, None, None) => {
-            "no conditions, so any result without an error is Successful".into()
-        }
-        (Phase::Successful, Some(s), _) => format!("successCondition `{s}` holds"),
-        (Phase::Successful, None, Some(f)) => format!("failureCondition `{f}` does not hold"),
-        (Phase::Failed, _, Some(f)) => format!("failureCondition `{f}` holds"),
-        (Phase::Failed, Some(s), None) => format!("successCondition `{s}` does not hold"),
-        (Phase::Inconclusive, _, _) => "neither successCondition nor failureCondition holds".into(),
-        (phase, _, _) => format!("{phase}"),
+        verdict::by_conditions(out, metric, &response, &guard_note)
     }
 }

@@ -1,114 +1,25 @@
-//! Argo Rollouts' metric-provider plugin interface: the argument types the controller sends
-//! (as gob interface values), what rollgate keeps of them, and the `Plugin` service that
-//! dispatches the seven methods to a [`MetricProviderHandler`].
+//! Argo Rollouts' metric-provider plugin interface over net/rpc: the argument types the
+//! controller sends (as gob interface values), their translation into the Argo domain types of
+//! [`crate::argo`], and the `Plugin` service that dispatches the seven methods to a
+//! [`MetricProviderHandler`] (implemented for [`crate::argo::ArgoProvider`] in `provider`).
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use futures::FutureExt;
 
 use super::gob::{
     go_zero_time, gob_struct, Decoder, GoTime, GobError, Ignored, Interface, Registered, Seq, Step,
 };
 use super::netrpc::{not_found, panic_message, Outcome, Reply, Service};
+use crate::argo::{completed_checks, AnalysisRunRef, ArgoMetric, IntOrString};
 use crate::measurement::{Measurement, Phase};
 
 /// The name the controller dispenses.
 pub(crate) const DISPENSE_NAME: &str = "RpcMetricProviderPlugin";
-
-/// The part of an AnalysisRun rollgate needs.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct AnalysisRunRef {
-    pub name: String,
-    pub namespace: String,
-    pub uid: String,
-    /// `status.startedAt`: when the run began measuring (for the position of a repeated check).
-    pub started_at: Option<DateTime<Utc>>,
-    /// `status.metricResults`, when the caller sent the run's status: per metric name, how many
-    /// of its measurements Argo has completed without Error (see [`AnalysisRunRef::checks_done`]).
-    pub checks_done: Option<BTreeMap<String, u32>>,
-}
-
-impl AnalysisRunRef {
-    /// How many measurements of `metric` the run already holds that count towards Argo's
-    /// `count`: `None` when the caller sent no run history, `Some(0)` before the first.
-    ///
-    /// Argo Rollouts (analysis/analysis.go, v1.9.1) increments `MetricResult.Count` for every
-    /// completed Successful, Failed or Inconclusive measurement, stops the metric when `Count`
-    /// reaches `count`, retries an Error without counting it, and schedules the next
-    /// measurement `interval` after the previous one finished. So `Count` is this check's
-    /// 0-based position; wall time drifts ahead of it.
-    pub(crate) fn checks_done(&self, metric: &str) -> Option<u32> {
-        self.checks_done
-            .as_ref()
-            .map(|done| done.get(metric).copied().unwrap_or(0))
-    }
-}
-
-/// Argo's `MetricResult.Count` and its listed measurements, reduced to one count: the larger of
-/// `count` and the completed, non-Error measurements still listed (the list is trimmed to the
-/// measurement-history limit, 10 by default, so it can only undercount; a caller that fills in
-/// only the list still gets its length).
-pub(crate) fn completed_checks(count: i64, phases: impl IntoIterator<Item = Phase>) -> u32 {
-    let listed = phases
-        .into_iter()
-        .filter(|p| matches!(p, Phase::Successful | Phase::Failed | Phase::Inconclusive))
-        .count();
-    let count = u32::try_from(count.max(0)).unwrap_or(u32::MAX);
-    count.max(u32::try_from(listed).unwrap_or(u32::MAX))
-}
-
-/// Kubernetes' `intstr.IntOrString`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(crate) enum IntOrString {
-    Int(i32),
-    Str(String),
-}
-
-/// Argo's Metric as sent by the controller, reduced to what rollgate uses.
-#[derive(Clone, Default, PartialEq, Eq, Hash)]
-pub(crate) struct ArgoMetric {
-    pub name: String,
-    pub interval: String,
-    pub initial_delay: String,
-    pub count: Option<IntOrString>,
-    pub success_condition: String,
-    pub failure_condition: String,
-    pub failure_limit: Option<IntOrString>,
-    pub inconclusive_limit: Option<IntOrString>,
-    pub consecutive_error_limit: Option<IntOrString>,
-    pub consecutive_success_limit: Option<IntOrString>,
-    /// provider.plugin: plugin name -> raw JSON config
-    pub plugin: BTreeMap<String, Vec<u8>>,
-}
-
-impl fmt::Debug for ArgoMetric {
-    /// The plugin config may hold substituted secrets: only its keys and sizes are shown.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let plugin: BTreeMap<&str, String> = self
-            .plugin
-            .iter()
-            .map(|(k, v)| (k.as_str(), format!("<{} bytes>", v.len())))
-            .collect();
-        f.debug_struct("ArgoMetric")
-            .field("name", &self.name)
-            .field("interval", &self.interval)
-            .field("initial_delay", &self.initial_delay)
-            .field("count", &self.count)
-            .field("success_condition", &self.success_condition)
-            .field("failure_condition", &self.failure_condition)
-            .field("failure_limit", &self.failure_limit)
-            .field("inconclusive_limit", &self.inconclusive_limit)
-            .field("consecutive_error_limit", &self.consecutive_error_limit)
-            .field("consecutive_success_limit", &self.consecutive_success_limit)
-            .field("plugin", &plugin)
-            .finish()
-    }
-}
 
 /// What rollgate does for each method the controller calls.
 pub(crate) trait MetricProviderHandler: Send + Sync + 'static {
@@ -286,7 +197,7 @@ impl From<IntOrStringWire> for IntOrString {
         if w.ty == 1 {
             IntOrString::Str(w.str_val)
         } else {
-            IntOrString::Int(w.int_val)
+            IntOrString::Int(i64::from(w.int_val))
         }
     }
 }
@@ -495,20 +406,6 @@ fn catch_sync<T>(f: impl FnOnce() -> T) -> Result<T, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn debug_hides_plugin_config() {
-        let m = ArgoMetric {
-            plugin: BTreeMap::from([(
-                "argoproj-labs/rollgate".to_string(),
-                br#"{"token":"s3cret"}"#.to_vec(),
-            )]),
-            ..ArgoMetric::default()
-        };
-        let s = format!("{m:?}");
-        assert!(!s.contains("s3cret"), "{s}");
-        assert!(s.contains("argoproj-labs/rollgate"));
-    }
 
     #[test]
     fn int_or_string_follows_the_type_field() {

@@ -15,7 +15,8 @@ use super::gob::test_support::split_messages;
 use super::gob::{go_zero_time, gob_struct, Body, Decoder, Encoder, GoTime, Ignored, Step};
 use super::netrpc::{RequestHeader, Service};
 use super::yamux::Session;
-use super::{AnalysisRunRef, ArgoMetric, IntOrString, MetricProviderHandler};
+use super::MetricProviderHandler;
+use crate::argo::{AnalysisRunRef, ArgoMetric, IntOrString};
 use crate::measurement::{Measurement, Phase};
 
 fn fixture(name: &str) -> PathBuf {

@@ -14,7 +14,8 @@ use super::gob::wire::parse_length_prefix;
 use super::gob::{Decoder, GobError, Ignored, Step};
 use super::netrpc::{RequestHeader, Service, MAX_MESSAGE};
 use super::yamux::{Header, YamuxError, HEADER_SIZE};
-use super::{AnalysisRunRef, ArgoMetric, MetricProviderHandler};
+use super::MetricProviderHandler;
+use crate::argo::{AnalysisRunRef, ArgoMetric};
 use crate::measurement::{Measurement, Phase};
 
 /// Splits a net/rpc byte stream into gob message bodies, refusing a length over the stream

@@ -1,7 +1,6 @@
 //! The plugin server: accepts the host's connections and serves each as a go-plugin session
 //! (control stream, two idle stdio streams, then dispensed `Plugin` streams).
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,10 +10,11 @@ use tokio::task::JoinSet;
 
 use super::argo::{MetricProviderHandler, PluginService};
 use super::broker::{serve_dispensed, ControlService, Dispensed};
-use super::handshake::{announce, negotiate_version, PluginSocket};
 use super::netrpc::{self, MessageReader};
 use super::yamux::{Session, Stream};
 use super::PluginError;
+use crate::plugin_host::{announce, handshake_line, HostEnv, WireProtocol};
+use crate::shutdown::Shutdown;
 
 /// How long serve() waits after `Control.Quit` for the host to hang up.
 const QUIT_GRACE: Duration = Duration::from_millis(500);
@@ -22,12 +22,8 @@ const QUIT_GRACE: Duration = Duration::from_millis(500);
 /// How the plugin server is set up. [`ServeOptions::from_env`] reads what the host passes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ServeOptions {
-    /// Where the socket's directory goes (`PLUGIN_UNIX_SOCKET_DIR`, else the temp dir).
-    pub socket_dir: PathBuf,
-    /// Group given read/write access to the socket (`PLUGIN_UNIX_SOCKET_GROUP`, name or gid).
-    pub socket_group: Option<String>,
-    /// The host's acceptable protocol versions (`PLUGIN_PROTOCOL_VERSIONS`).
-    pub protocol_versions: Option<String>,
+    /// What the host passed: socket directory and group, protocol versions.
+    pub host: HostEnv,
     /// Return once the host's connection has ended (a plugin without its host is of no use).
     pub exit_on_disconnect: bool,
 }
@@ -35,31 +31,35 @@ pub(crate) struct ServeOptions {
 impl ServeOptions {
     /// Options from the environment the host sets.
     pub(crate) fn from_env() -> Self {
-        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
         ServeOptions {
-            socket_dir: var("PLUGIN_UNIX_SOCKET_DIR")
-                .map_or_else(std::env::temp_dir, PathBuf::from),
-            socket_group: var("PLUGIN_UNIX_SOCKET_GROUP"),
-            protocol_versions: var("PLUGIN_PROTOCOL_VERSIONS"),
+            host: HostEnv::from_env(),
             exit_on_disconnect: true,
         }
     }
 }
 
 /// Serves `handler` as a go-plugin net/rpc plugin: creates the socket, announces it on stdout
-/// and serves until `Control.Quit`, SIGTERM, or (with `exit_on_disconnect`) the host hanging
-/// up. SIGINT is ignored, as go-plugin plugins do: the host decides when the plugin ends. The
-/// socket is removed before returning.
+/// and serves until `Control.Quit`, `shutdown` (see [`crate::shutdown::on_signals`]), or (with
+/// `exit_on_disconnect`) the host hanging up. The socket is removed before returning.
 pub(crate) async fn serve<H: MetricProviderHandler>(
     handler: Arc<H>,
     opts: ServeOptions,
+    shutdown: Shutdown,
 ) -> Result<(), PluginError> {
-    let version = negotiate_version(opts.protocol_versions.as_deref())?;
-    let (socket, listener) = PluginSocket::bind(&opts.socket_dir, opts.socket_group.as_deref())?;
-    let stop = super::signals::sigterm().map_err(PluginError::Signal)?;
-    announce(version, socket.path())?;
+    let version = opts.host.version()?;
+    let (socket, listener) = opts.host.bind()?;
+    announce(&handshake_line(
+        WireProtocol::NetRpc,
+        version,
+        socket.path(),
+        "",
+    ))?;
     tracing::debug!(socket = %socket.path().display(), "plugin: serving");
-    let result = serve_until(handler, listener, opts.exit_on_disconnect, stop).await;
+    let result = serve_until(handler, listener, opts.exit_on_disconnect, async move {
+        let reason = shutdown.wait().await;
+        tracing::debug!(reason, "plugin: shutting down");
+    })
+    .await;
     drop(socket);
     result
 }

@@ -12,7 +12,8 @@ use tokio::net::UnixStream;
 use super::gob::wire::{parse_length_prefix, put_bytes, put_int, put_uint};
 use super::gob::{gob_struct, Decoder, Ignored, Step};
 use super::yamux::Header;
-use super::{serve_listener, AnalysisRunRef, ArgoMetric, MetricProviderHandler};
+use super::{serve_listener, MetricProviderHandler};
+use crate::argo::{AnalysisRunRef, ArgoMetric};
 use crate::measurement::Measurement;
 
 const DATA: u8 = 0;

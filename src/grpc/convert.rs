@@ -9,7 +9,7 @@ use prost_types::Timestamp;
 use tonic::Status;
 
 use super::pb;
-use crate::goplugin::{completed_checks, AnalysisRunRef, ArgoMetric, IntOrString};
+use crate::argo::{completed_checks, AnalysisRunRef, ArgoMetric, IntOrString};
 use crate::measurement::{Measurement, Phase};
 
 /// The key a spec is filed under when the request names none.
@@ -156,7 +156,7 @@ fn checks_done(status: &pb::AnalysisRunStatus) -> Result<BTreeMap<String, u32>, 
 }
 
 /// The metric as the Argo controller would have sent it to the net/rpc plugin, so that both
-/// surfaces share [`crate::plugin::metric_from_argo`]. `spec_json` is the spec to file under
+/// surfaces share [`crate::argo::metric_from_argo`]. `spec_json` is the spec to file under
 /// the plugin key (the request's, or one with its placeholders substituted).
 pub(crate) fn argo_metric(
     field: &str,
@@ -177,12 +177,14 @@ pub(crate) fn argo_metric(
         "" => DEFAULT_PLUGIN_NAME.to_string(),
         key => key.to_string(),
     };
-    let int = |v: Option<i32>| v.map(IntOrString::Int);
+    let int = |v: Option<i32>| v.map(|n| IntOrString::Int(i64::from(n)));
     Ok(ArgoMetric {
         name: m.name.clone(),
         interval: m.interval.clone(),
         initial_delay: m.initial_delay.clone(),
-        count: int(m.count),
+        // int64 on the wire, so that a count past Argo's int32 reaches the one rule
+        // (crate::spec::argo_count) instead of being truncated by the decoder.
+        count: m.count.map(IntOrString::Int),
         success_condition: m.success_condition.clone(),
         failure_condition: m.failure_condition.clone(),
         failure_limit: int(m.failure_limit),

@@ -7,8 +7,8 @@
 //! - [`remote`]: a TCP endpoint for `rollgate serve --grpc-listen`, with health, server
 //!   reflection, optional TLS, bearer-token authentication and deadlines.
 //!
-//! Both translate requests with [`convert`] into the same [`crate::plugin::metric_from_argo`]
-//! the net/rpc plugin uses, and measure with the one [`crate::engine::Engine`]; `server` holds
+//! Both translate requests with [`convert`] into the Argo domain types of [`crate::argo`], whose
+//! one parser ([`crate::argo::metric_from_argo`]) the net/rpc plugin uses too, and measure with the one [`crate::engine::Engine`]; `server` holds
 //! the HTTP/2 plumbing they share.
 
 mod automtls;
@@ -18,8 +18,6 @@ pub(crate) mod plugin_mode;
 pub mod remote;
 mod server;
 pub mod service;
-
-use std::io;
 
 /// Code generated from `proto/rollgate/v1/metric_provider.proto` (messages and server).
 pub mod pb {
@@ -54,19 +52,13 @@ pub(crate) const DEFAULT_MAX_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
 /// Why a gRPC server could not start or serve.
 #[derive(Debug, thiserror::Error)]
 pub enum GrpcError {
-    /// The go-plugin handshake or socket failed (see the net/rpc plugin's errors).
+    /// The go-plugin start-up (cookie, socket, handshake line, signals) failed.
     #[error(transparent)]
-    Plugin(#[from] crate::goplugin::PluginError),
+    Plugin(#[from] crate::plugin_host::HostError),
     /// `PLUGIN_CLIENT_CERT` holds no usable PEM certificate.
     #[error("PLUGIN_CLIENT_CERT: {0}")]
     ClientCert(String),
     /// The AutoMTLS certificate or TLS configuration could not be made.
     #[error("cannot set up TLS: {0}")]
     Tls(String),
-    /// The handshake line could not be written.
-    #[error("cannot write the plugin handshake to stdout: {0}")]
-    Handshake(io::Error),
-    /// SIGTERM/SIGINT handlers could not be installed.
-    #[error("cannot install signal handlers: {0}")]
-    Signal(io::Error),
 }

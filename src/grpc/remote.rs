@@ -19,9 +19,9 @@ use tonic_health::ServingStatus;
 use super::server::{serve_connection, Gate};
 use super::service::{MetricProvider, ServiceOptions};
 use super::{DEFAULT_MAX_MESSAGE_BYTES, FILE_DESCRIPTOR_SET, SERVICE_NAME};
+use crate::argo::MEASUREMENT_BUDGET;
+use crate::auth::{bearer_token, constant_time_eq};
 use crate::engine::Engine;
-use crate::plugin::MEASUREMENT_BUDGET;
-use crate::serve::auth::{bearer_token, constant_time_eq};
 
 /// How long a TLS handshake may take before the connection is dropped.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);

@@ -8,9 +8,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::Utc;
 use serde_json::Value;
-use tokio::time::Instant;
 use tonic::metadata::MetadataMap;
 use tonic::{Request, Response, Status};
 
@@ -19,10 +17,9 @@ use super::pb;
 use super::pb::metric_provider_service_server::{
     MetricProviderService, MetricProviderServiceServer,
 };
-use crate::engine::{Engine, EvalOptions};
-use crate::goplugin::AnalysisRunRef;
+use crate::argo::{metric_from_argo, AnalysisRunRef, MEASUREMENT_BUDGET, PROVIDER_TYPE};
+use crate::engine::{Call, CallError, Deadline, Engine, Position, Trust};
 use crate::measurement::Measurement;
-use crate::plugin::{metric_from_argo, MEASUREMENT_BUDGET, PROVIDER_TYPE};
 use crate::spec::{substitute, substitute_str, ArgValues, Metric};
 
 /// How the service treats requests.
@@ -73,22 +70,22 @@ impl MetricProvider {
             .max_encoding_message_size(usize::MAX)
     }
 
-    /// When the call must be answered: its deadline, if any, within the service's budget.
+    /// When the call must be answered: its `grpc-timeout`, if any, within the service's
+    /// budget (the rule is the engine's, [`Deadline::for_call`]).
     fn deadline(&self, metadata: &MetadataMap) -> Deadline {
-        let now = Instant::now();
         let client = metadata
             .get("grpc-timeout")
             .and_then(|v| v.to_str().ok())
             .and_then(parse_grpc_timeout);
-        match client {
-            Some(t) if t <= self.options.budget => Deadline {
-                at: now + t,
-                from_client: true,
-            },
-            _ => Deadline {
-                at: now + self.options.budget,
-                from_client: false,
-            },
+        Deadline::for_call(client, self.options.budget)
+    }
+
+    /// How far this service trusts the specs it is sent.
+    fn trust(&self) -> Trust {
+        if self.options.allow_server_files {
+            Trust::Operator
+        } else {
+            Trust::Network
         }
     }
 
@@ -101,65 +98,47 @@ impl MetricProvider {
                 m.name
             ))
         })?;
-        if !self.options.allow_server_files {
-            refuse_server_files(&metric)?;
-        }
+        self.trust().admit(&metric).map_err(status)?;
         Ok(metric)
     }
 
-    /// Runs `measure` within the deadline; a measurement finished after a caller's deadline
-    /// is not sent (the caller has gone), DEADLINE_EXCEEDED is.
-    async fn within<F>(&self, deadline: Deadline, measure: F) -> Result<Measurement, Status>
-    where
-        F: std::future::Future<Output = Measurement>,
-    {
-        // Without a caller's deadline the engine's own budget handling answers (an Error
-        // measurement saying what timed out); the slack only guards against it overrunning.
-        let limit = if deadline.from_client {
-            deadline.at
-        } else {
-            deadline.at + BUDGET_SLACK
+    /// Asks the engine, within the call's deadline and at this service's trust.
+    async fn call(
+        &self,
+        metric: &Metric,
+        deadline: Deadline,
+        position: Position,
+        at: Option<chrono::DateTime<chrono::Utc>>,
+        previous: Option<&Measurement>,
+    ) -> Result<Measurement, Status> {
+        let call = Call {
+            metric,
+            at,
+            deadline,
+            trust: self.trust(),
+            position,
+            previous,
         };
-        match tokio::time::timeout_at(limit, measure).await {
-            Ok(_) if deadline.from_client && Instant::now() >= deadline.at => {
-                Err(deadline_exceeded())
-            }
-            Ok(m) => Ok(m),
-            Err(_) if deadline.from_client => Err(deadline_exceeded()),
-            Err(_) => Ok(Measurement::error(
-                format!(
-                    "no verdict within the measurement budget of {} s",
-                    self.options.budget.as_secs()
-                ),
-                Utc::now(),
-            )),
-        }
+        self.engine.call(call).await.map_err(status)
     }
 }
 
-/// How long past the service's own budget a measurement may run before it is cut off.
-const BUDGET_SLACK: Duration = Duration::from_secs(2);
-
-/// When a call must be answered, and whether the caller set that.
-#[derive(Debug, Clone, Copy)]
-struct Deadline {
-    at: Instant,
-    from_client: bool,
-}
-
-impl Deadline {
-    fn options(self, run: &AnalysisRunRef, metric: &str) -> EvalOptions {
-        EvalOptions {
-            deadline: Some(self.at),
-            run_started_at: run.started_at,
-            checks_done: run.checks_done(metric),
-            ..EvalOptions::default()
-        }
+/// Where a call of `run` about `metric` stands, from the AnalysisRun it carries.
+fn known(run: &AnalysisRunRef, metric: &str) -> Position {
+    Position::Known {
+        started_at: run.started_at,
+        checks_done: run.checks_done(metric),
     }
 }
 
-fn deadline_exceeded() -> Status {
-    Status::deadline_exceeded("the call's deadline passed before a verdict was reached")
+/// The gRPC status of an engine call that has no measurement.
+fn status(e: CallError) -> Status {
+    match e {
+        CallError::ServerFile { .. } => Status::permission_denied(format!(
+            "{e}; use a plugin deployment or a template for credentials"
+        )),
+        CallError::DeadlineExceeded => Status::deadline_exceeded(e.to_string()),
+    }
 }
 
 /// Parses gRPC's `grpc-timeout` header: up to eight digits and a unit (H, M, S, m, u, n).
@@ -179,16 +158,6 @@ pub(crate) fn parse_grpc_timeout(value: &str) -> Option<Duration> {
         'n' => Duration::from_nanos(n),
         _ => return None,
     })
-}
-
-/// Refuses specs that would read files on this machine.
-fn refuse_server_files(metric: &Metric) -> Result<(), Status> {
-    match metric.server_file_key() {
-        Some(key) => Err(Status::permission_denied(format!(
-            "prometheus.{key}: specs sent over the network may not read files on the rollgate server; use a plugin deployment or a template for credentials"
-        ))),
-        None => Ok(()),
-    }
 }
 
 /// The spec and conditions of `m` with `{{args.NAME}}` replaced from `args`.
@@ -230,9 +199,8 @@ impl MetricProviderService for MetricProvider {
         let m = required("metric", req.metric.as_ref())?;
         let metric = self.metric("metric", m, &m.spec_json)?;
         tracing::debug!(analysis_run = %run.name, namespace = %run.namespace, metric = %m.name, "grpc run");
-        let opts = deadline.options(&run, &m.name);
         let out = self
-            .within(deadline, self.engine.measure(&metric, &opts))
+            .call(&metric, deadline, known(&run, &m.name), None, None)
             .await?;
         Ok(measured(&out, |measurement| pb::RunResponse {
             measurement,
@@ -253,9 +221,9 @@ impl MetricProviderService for MetricProvider {
         )?;
         let metric = self.metric("metric", m, &m.spec_json)?;
         tracing::debug!(analysis_run = %run.name, metric = %m.name, "grpc resume");
-        let opts = deadline.options(&run, &m.name);
+        let position = known(&run, &m.name);
         let out = self
-            .within(deadline, self.engine.resume(&metric, &previous, &opts))
+            .call(&metric, deadline, position, None, Some(&previous))
             .await?;
         Ok(measured(&out, |measurement| pb::ResumeResponse {
             measurement,
@@ -323,13 +291,13 @@ impl MetricProviderService for MetricProvider {
         let (m, spec_json) = substituted(m, &args)?;
         let metric = self.metric("metric", &m, &spec_json)?;
         tracing::debug!(metric = %m.name, at = ?at, "grpc analyze");
-        let opts = EvalOptions {
-            at,
-            ..deadline.options(&AnalysisRunRef::default(), "")
+        // An Analyze carries no AnalysisRun: the calls with the same metric (spec, conditions,
+        // interval, arguments substituted) are one run, placed by the engine's run tracker.
+        let position = Position::Tracked {
+            run: format!("grpc {m:?} {spec_json}"),
+            metric: m.name.clone(),
         };
-        let out = self
-            .within(deadline, self.engine.measure(&metric, &opts))
-            .await?;
+        let out = self.call(&metric, deadline, position, at, None).await?;
         Ok(measured(&out, |measurement| pb::AnalyzeResponse {
             measurement,
         }))

@@ -3,18 +3,18 @@
 //! server's deadline. Verdicts are the engine's; this only gathers them.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use axum::http::StatusCode;
 use chrono::Utc;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use super::http::Rejection;
-use super::runs::RunKey;
 use super::templates::TemplateSet;
 use super::AppState;
-use crate::engine::EvalOptions;
-use crate::measurement::{Measurement, Phase};
+use crate::engine::combine::{Combined, Named};
+use crate::engine::{Call, Deadline, Position, Trust};
+use crate::measurement::{JsonKeys, Measurement, Phase};
 use crate::spec::{substitute, ArgValues, Metric, MetricSpec, Provider, SpecError};
 
 /// What a status code means to the caller, and so how each verdict must be answered. This is
@@ -91,6 +91,9 @@ pub struct Plan {
     pub template: Option<String>,
     /// Validated metrics, placeholders resolved (shared with the template set's cache).
     pub metrics: Vec<Arc<Metric>>,
+    /// How far their specs are trusted: a template is the operator's, an inline spec came
+    /// over the network.
+    pub trust: Trust,
 }
 
 /// Resolves a selection with the request's arguments (later pairs win over earlier ones).
@@ -112,12 +115,18 @@ pub fn plan(
             }
             let metric = inline_metric(spec, name, args)
                 .map_err(|e| Rejection::unprocessable(format!("invalid spec: {e}")))?;
-            refuse_server_files(&metric)?;
+            // Refused before anything is measured; the rule is the engine's.
+            Trust::Network.admit(&metric).map_err(|e| {
+                Rejection::unprocessable(format!(
+                    "spec.{e}; put credentials in a template loaded with --templates"
+                ))
+            })?;
             let metrics = vec![Arc::new(metric)];
             refuse_unsupported(&metrics, None)?;
             Ok(Plan {
                 template: None,
                 metrics,
+                trust: Trust::Network,
             })
         }
     }
@@ -166,6 +175,7 @@ fn plan_template(
     Ok(Plan {
         template: Some(name.to_string()),
         metrics,
+        trust: Trust::Operator,
     })
 }
 
@@ -211,16 +221,6 @@ fn take_condition(map: &mut Map<String, Value>, key: &str) -> Result<String, Spe
     }
 }
 
-/// Inline specs come from the network; files on this server are not theirs to read.
-fn refuse_server_files(metric: &Metric) -> Result<(), Rejection> {
-    match metric.server_file_key() {
-        Some(key) => Err(Rejection::unprocessable(format!(
-            "spec.prometheus.{key}: inline specs may not read files on the rollgate server; put credentials in a template loaded with --templates"
-        ))),
-        None => Ok(()),
-    }
-}
-
 fn refuse_unsupported<M: AsRef<Metric>>(
     metrics: &[M],
     template: Option<&str>,
@@ -247,26 +247,6 @@ fn refuse_unsupported<M: AsRef<Metric>>(
     )))
 }
 
-/// One metric's measurement.
-#[derive(Debug, Clone)]
-pub(crate) struct MetricResult {
-    /// The metric's name.
-    pub metric: String,
-    /// Its kind (`query`, `compare`, `fleet`, `prometheus`).
-    pub kind: &'static str,
-    /// The engine's measurement.
-    pub measurement: Measurement,
-}
-
-/// Every metric's measurement and the combined verdict.
-#[derive(Debug, Clone)]
-pub(crate) struct Outcome {
-    /// `Phase::combine` of the measurements.
-    pub phase: Phase,
-    /// In the plan's order.
-    pub results: Vec<MetricResult>,
-}
-
 /// A metric's kind, as labelled in `/metrics` and answers.
 pub(crate) fn kind_of(metric: &Metric) -> &'static str {
     match &metric.provider {
@@ -276,120 +256,61 @@ pub(crate) fn kind_of(metric: &Metric) -> &'static str {
     }
 }
 
-/// The share of the deadline given to the engine; the rest is for the engine's own
-/// Error to come back before the handler's timeout cuts it off.
-pub(crate) fn engine_budget(deadline: Duration) -> Duration {
-    deadline.saturating_sub((deadline / 10).min(Duration::from_millis(500)))
-}
-
-/// The canary revision a webhook call judges: Flagger's `namespace/name` and checksum.
-#[derive(Debug, Clone)]
-pub(crate) struct Revision {
-    /// `namespace/name`.
-    pub canary: String,
-    /// Flagger's checksum of the canary's configuration.
-    pub checksum: String,
-}
-
-/// Measures every metric of the plan concurrently, each bounded by the server's deadline: a
-/// metric that has no verdict by then is an Error that says so. With the canary `revision`,
-/// a metric with an `interval` is placed in its run of repeated calls (see [`super::runs`]).
-pub(crate) async fn measure(state: &AppState, plan: &Plan, revision: Option<&Revision>) -> Outcome {
+/// Measures every metric of the plan concurrently, each answered within the server's
+/// deadline (an Error that says so past it). `run` identifies the run of repeated calls this
+/// one belongs to (Flagger's canary revision, the web provider's request), so a metric with an
+/// `interval` is placed in it by the engine's run tracker.
+pub(crate) async fn measure(state: &AppState, plan: &Plan, run: Option<&str>) -> Combined {
     let deadline = state.settings.deadline;
-    let budget = engine_budget(deadline);
     let work = plan.metrics.iter().map(|metric| async move {
         let started = Instant::now();
         let started_at = Utc::now();
         let kind = kind_of(metric);
-        let mut opts = EvalOptions::with_budget(budget);
-        if let (Some(revision), Some(interval)) =
-            (revision, metric.interval.filter(|i| !i.is_zero()))
-        {
-            let key = RunKey {
-                canary: revision.canary.clone(),
-                checksum: revision.checksum.clone(),
+        let position = match run {
+            Some(run) => Position::Tracked {
+                run: run.to_string(),
                 metric: format!(
                     "{}/{}",
                     plan.template.as_deref().unwrap_or(INLINE_METRIC_NAME),
                     metric.name
                 ),
-            };
-            opts.run_started_at = Some(state.runs.started(key, interval, started_at));
-        }
-        let measured = tokio::time::timeout(deadline, state.engine.measure(metric, &opts)).await;
-        let measurement = measured.unwrap_or_else(|_| {
-            Measurement::error(
-                format!(
-                    "no verdict within the {deadline:?} deadline (--deadline): the Prometheus queries took too long"
-                ),
-                started_at,
-            )
-        });
+            },
+            None => Position::Single,
+        };
+        let call = Call {
+            metric,
+            at: None,
+            deadline: Deadline::answer_within(deadline, "deadline (--deadline)"),
+            trust: plan.trust,
+            position,
+            previous: None,
+        };
+        let measurement = state
+            .engine
+            .call(call)
+            .await
+            .unwrap_or_else(|e| Measurement::error(e.to_string(), started_at));
         state
             .metrics
             .observe_measurement(kind, measurement.phase, started.elapsed());
-        MetricResult {
+        Named {
             metric: metric.name.clone(),
             kind,
             measurement,
         }
     });
-    let results = futures::future::join_all(work).await;
-    Outcome {
-        phase: Phase::combine(results.iter().map(|r| r.measurement.phase)),
-        results,
-    }
+    Combined::new(futures::future::join_all(work).await)
 }
 
-impl Outcome {
-    /// One line for Flagger's events: `Failed: error-ratio: <message>`, or with several
-    /// metrics `Failed: a Failed: <message>; b Successful: <message>`.
-    pub(crate) fn reason(&self) -> String {
-        let one_line = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
-        match self.results.as_slice() {
-            [only] => format!(
-                "{}: {}: {}",
-                self.phase,
-                only.metric,
-                one_line(&only.measurement.message)
-            ),
-            many => {
-                let parts: Vec<String> = many
-                    .iter()
-                    .map(|r| {
-                        format!(
-                            "{} {}: {}",
-                            r.metric,
-                            r.measurement.phase,
-                            one_line(&r.measurement.message)
-                        )
-                    })
-                    .collect();
-                format!("{}: {}", self.phase, parts.join("; "))
-            }
-        }
-    }
-
-    /// Every measurement as JSON, with its metric's name and kind.
-    pub(crate) fn measurements_json(&self) -> Value {
-        Value::Array(self.results.iter().map(result_json).collect())
-    }
-}
-
-/// One measurement as JSON: Argo's fields (`phase`, `message`, `value`, `metadata`,
-/// `startedAt`, `finishedAt`, `resumeAt`) plus `metric` and `kind`.
-pub(crate) fn result_json(r: &MetricResult) -> Value {
-    let mut value = serde_json::to_value(&r.measurement).unwrap_or_else(|_| json!({}));
-    if let Value::Object(map) = &mut value {
-        map.insert("metric".into(), Value::String(r.metric.clone()));
-        map.insert("kind".into(), Value::String(r.kind.to_string()));
-    }
-    value
+/// Every measurement as JSON in the serve key set (Argo's fields plus `metric` and `kind`).
+pub(crate) fn measurements_json(outcome: &Combined) -> Value {
+    outcome.measurements_json(JsonKeys::Serve, "")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn spec() -> Value {
         json!({
@@ -483,17 +404,5 @@ mod tests {
             vec![409, 200, 409, 409, 503]
         );
         assert_eq!(row(Audience::ArgoWeb), vec![200, 200, 200, 200, 503]);
-    }
-
-    #[test]
-    fn the_engine_gets_most_of_the_deadline() {
-        assert_eq!(
-            engine_budget(Duration::from_secs(8)),
-            Duration::from_millis(7500)
-        );
-        assert_eq!(
-            engine_budget(Duration::from_secs(1)),
-            Duration::from_millis(900)
-        );
     }
 }

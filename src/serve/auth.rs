@@ -140,27 +140,8 @@ impl Auth {
     }
 }
 
-/// The token of a `Bearer <token>` header value (scheme case-insensitive).
-pub(crate) fn bearer_token(value: &[u8]) -> Option<&[u8]> {
-    let value = value.trim_ascii();
-    let scheme = value.get(..7)?;
-    if !scheme.eq_ignore_ascii_case(b"bearer ") {
-        return None;
-    }
-    let token = value.get(7..)?.trim_ascii();
-    (!token.is_empty()).then_some(token)
-}
-
-/// Compares in time that depends only on the lengths, not on where the bytes differ.
-pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    let mut diff = u8::from(a.len() != b.len());
-    for i in 0..a.len().max(b.len()) {
-        let x = a.get(i).copied().unwrap_or(0);
-        let y = b.get(i).copied().unwrap_or(0);
-        diff |= std::hint::black_box(x ^ y);
-    }
-    diff == 0
-}
+/// Shared with the gRPC endpoint's authentication (moved to [`crate::auth`], re-exported here).
+pub(crate) use crate::auth::{bearer_token, constant_time_eq};
 
 #[cfg(test)]
 mod tests {

@@ -372,11 +372,10 @@ async fn hook(state: &Arc<AppState>, request: Request, endpoint: Endpoint) -> Re
         }
     };
 
-    let revision = analysis::Revision {
-        canary: canary.clone(),
-        checksum: payload.checksum.clone(),
-    };
-    let outcome = analysis::measure(state, &plan, Some(&revision)).await;
+    // Flagger does not say which call of its analysis this is: every call about one revision
+    // of one canary belongs to one run (the engine's run tracker places it).
+    let run = format!("flagger {canary}@{}", payload.checksum);
+    let outcome = analysis::measure(state, &plan, Some(&run)).await;
     let rollback = audience == Audience::FlaggerRollback;
     let surface = if rollback {
         "flagger_rollback"
@@ -399,7 +398,7 @@ async fn hook(state: &Arc<AppState>, request: Request, endpoint: Endpoint) -> Re
                 "checksum": payload.checksum,
             },
             "template": plan.template,
-            "measurements": outcome.measurements_json(),
+            "measurements": analysis::measurements_json(&outcome),
         });
         if rollback {
             body["rollback"] = Value::Bool(outcome.phase == Phase::Failed);

@@ -12,7 +12,6 @@ pub(crate) mod auth;
 pub mod flagger;
 mod http;
 mod ops;
-mod runs;
 pub mod templates;
 pub(crate) mod tls;
 mod watch;
@@ -133,8 +132,6 @@ pub(crate) struct AppState {
     pub metrics: Arc<ops::Metrics>,
     /// Handler limits.
     pub settings: Settings,
-    /// When each webhook run started (for the compare kind's repeated checks).
-    pub runs: runs::RunClock,
     shutting_down: AtomicBool,
     reloading: Mutex<()>,
 }
@@ -259,7 +256,6 @@ impl Server {
             auth,
             metrics,
             settings: config.settings,
-            runs: runs::RunClock::default(),
             shutting_down: AtomicBool::new(false),
             reloading: Mutex::new(()),
         });

@@ -22,9 +22,11 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 use serde_json::{json, Value};
 
-use super::analysis::{self, Audience, Outcome, Selection, INLINE_METRIC_NAME};
+use super::analysis::{self, Audience, Selection, INLINE_METRIC_NAME};
 use super::http::{self, AccessNote, Rejection};
 use super::AppState;
+use crate::engine::combine::Combined;
+use crate::measurement::JsonKeys;
 
 /// The keys a request may carry.
 const KEYS: [&str; 5] = ["spec", "template", "metric", "args", "name"];
@@ -114,33 +116,28 @@ pub fn parse_request(bytes: &[u8]) -> Result<(Selection, Vec<(String, String)>),
     Ok((selection, args))
 }
 
-/// The answer's JSON: the single measurement, or the combination of a template's metrics.
-pub(crate) fn answer_json(outcome: &Outcome) -> Value {
-    match outcome.results.as_slice() {
-        [only] => analysis::result_json(only),
-        many => {
-            let started = many.iter().map(|r| r.measurement.started_at).min();
-            let finished = many
-                .iter()
-                .map(|r| r.measurement.finished_at)
-                .collect::<Option<Vec<_>>>()
-                .and_then(|all| all.into_iter().max());
-            let values: serde_json::Map<String, Value> = many
-                .iter()
-                .map(|r| (r.metric.clone(), Value::String(r.measurement.value.clone())))
-                .collect();
-            json!({
-                "phase": outcome.phase,
-                "message": outcome.reason(),
-                "value": Value::Object(values).to_string(),
-                "metadata": {},
-                "startedAt": started,
-                "finishedAt": finished,
-                "resumeAt": null,
-                "measurements": outcome.measurements_json(),
-            })
+/// The answer's JSON: the single measurement, or the combination of a template's metrics
+/// with each one under `measurements`.
+pub(crate) fn answer_json(outcome: &Combined) -> Value {
+    match (outcome.results.as_slice(), outcome.summary()) {
+        ([only], _) => only.to_json(JsonKeys::Serve, ""),
+        (_, Some(summary)) => {
+            let mut value = summary.to_json(JsonKeys::Serve, None);
+            value["measurements"] = analysis::measurements_json(outcome);
+            value
         }
+        // No metric at all (a plan never has none): the combined phase and reason alone.
+        (_, None) => json!({"phase": outcome.phase, "message": outcome.reason()}),
     }
+}
+
+/// Which run of repeated calls a request belongs to. Argo's web provider sends no run id
+/// (v1.9.1 `metricproviders/webmetric/webmetric.go`: a URL, method, headers and body with the
+/// template's arguments already substituted), so a run is every call with the same selection
+/// and arguments; the engine's tracker ends it after a few idle intervals (docs/serve.md, "Runs
+/// of repeated calls").
+pub(crate) fn run_of(selection: &Selection, args: &[(String, String)]) -> String {
+    format!("web {selection:?} {args:?}")
 }
 
 /// `POST /argo/v1/measure`.
@@ -166,14 +163,17 @@ pub(crate) async fn measure(
         Err(r) => return http::refuse_with(json, r),
     };
     let planned = match parse_request(&bytes) {
-        Ok((selection, args)) => state.plan(selection, args).await,
+        Ok((selection, args)) => {
+            let run = run_of(&selection, &args);
+            state.plan(selection, args).await.map(|plan| (plan, run))
+        }
         Err(r) => Err(r),
     };
-    let plan = match planned {
+    let (plan, run) = match planned {
         Ok(p) => p,
         Err(r) => return http::refuse_with(json, r),
     };
-    let outcome = analysis::measure(&state, &plan, None).await;
+    let outcome = analysis::measure(&state, &plan, Some(&run)).await;
     state.metrics.observe_verdict("argo_web", outcome.phase);
     let status = Audience::ArgoWeb.status(outcome.phase);
     let mut response = if json {

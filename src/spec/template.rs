@@ -306,17 +306,10 @@ impl Metric {
         let interval = m.duration("interval")?;
         let initial_delay = m.duration("initialDelay")?;
         let count_path = m.path_of("count");
-        let count = int_or_string(&mut m, "count")?
-            .map(|c| {
-                u32::try_from(c.max(0)).map_err(|_| {
-                    invalid(
-                        &count_path,
-                        "a whole number up to 4294967295",
-                        &Value::Number(c.into()),
-                    )
-                })
-            })
-            .transpose()?;
+        let count = match m.get("count") {
+            Some(v) => argo_count(&count_path, v)?,
+            None => None,
+        };
         let mut broken_condition = None;
         let mut condition = |m: &mut ObjectReader<'_>, which: Which| -> Result<_, SpecError> {
             Ok(match m.string(which.field_name())? {
@@ -424,6 +417,29 @@ pub(crate) fn compile_condition(path: &str, source: &str) -> Result<Option<Condi
             expected: "an expression in Argo's condition language".into(),
             got: format!("{:?} ({e})", super::error::shorten(source)),
         })
+}
+
+/// The largest `count` Argo can hold: `Metric.Count` is a `*intstr.IntOrString`, whose number
+/// is an int32 (argo-rollouts v1.9.1, pkg/apis/rollouts/v1alpha1/analysis_types.go; k8s
+/// apimachinery util/intstr). A larger JSON number fails the controller's decoding, and a larger
+/// string is truncated by `int32(Count.IntValue())` in analysis/analysis.go.
+pub(crate) const MAX_ARGO_COUNT: i64 = i32::MAX as i64;
+
+/// Argo's `count` as every surface reads it (templates, the net/rpc plugin, gRPC): a whole
+/// number, or a string holding one (what `{{args.count}}` leaves), from 0 to 2147483647.
+/// Anything else is refused naming `path`, never wrapped or clamped: Argo would decode a larger
+/// number as an error or truncate it (4294967297 runs once), and a negative count is no count.
+pub(crate) fn argo_count(path: &str, value: &Value) -> Result<Option<u32>, SpecError> {
+    const EXPECTED: &str = "a whole number from 0 to 2147483647 (Argo's int32 count)";
+    let n = match value {
+        Value::Number(n) => n.as_i64(),
+        Value::String(s) => s.trim().parse::<i64>().ok(),
+        _ => None,
+    };
+    n.filter(|n| (0..=MAX_ARGO_COUNT).contains(n))
+        .and_then(|n| u32::try_from(n).ok())
+        .map(Some)
+        .ok_or_else(|| invalid(path, EXPECTED, value))
 }
 
 fn int_or_string(m: &mut ObjectReader<'_>, key: &'static str) -> Result<Option<i64>, SpecError> {

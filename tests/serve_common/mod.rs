@@ -249,6 +249,62 @@ spec:
     )
 }
 
+/// A compare template on the healthy canary/stable pair: `repeated` is measured every second in
+/// runs of 4 checks, `once` has no interval.
+pub fn compare_template() -> String {
+    use crate::support::scenarios::{CMP_HEALTHY_CANARY as CANARY, CMP_HEALTHY_STABLE as STABLE};
+    let provider = serde_json::json!({"plugin": {"rollgate/analysis": {
+        "compare": {
+            "canary": {"bad": CANARY.bad_query("10m"), "total": CANARY.total_query("10m")},
+            "stable": {"bad": STABLE.bad_query("10m"), "total": STABLE.total_query("10m")},
+            "maxIncrease": 0.2, "margin": 0.001, "confidence": 0.95, "minRequests": 500
+        },
+        "noData": "inconclusive"
+    }}});
+    // JSON is YAML: the file is read as any template.
+    serde_json::json!({
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "AnalysisTemplate",
+        "metadata": {"name": "compare"},
+        "spec": {"metrics": [
+            {"name": "repeated", "interval": "1s", "count": 4, "provider": provider},
+            {"name": "once", "provider": provider}
+        ]}
+    })
+    .to_string()
+}
+
+/// `rollgate serve` on the shared Prometheus with `files` (name, text) as its templates; the
+/// directory lives as long as the returned `TempDir`.
+pub fn serve_templates(files: &[(&str, String)]) -> (tempfile::TempDir, ServeProcess) {
+    let prom = crate::support::prom::shared();
+    let dir = template_dir(files);
+    let server = ServeProcess::start(&[
+        "--prometheus",
+        &prom.url,
+        "--templates",
+        path_str(dir.path()),
+    ]);
+    (dir, server)
+}
+
+/// POSTs `body` as JSON asking for JSON, and reads the answer (panics with it when it is not
+/// JSON).
+pub async fn post_for_json(url: &str, body: String) -> Value {
+    let text = client()
+        .post(url)
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
 /// Writes `files` (name, text) into a new temporary directory.
 pub fn template_dir(files: &[(&str, String)]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
@@ -261,4 +317,35 @@ pub fn template_dir(files: &[(&str, String)]) -> tempfile::TempDir {
 /// The path as a `&str`.
 pub fn path_str(p: &Path) -> &str {
     p.to_str().unwrap()
+}
+
+/// `rollgate serve` with the error-rate template (`error_rate_template("error-rate",
+/// "inconclusive")`) on `prometheus`, plus `extra` flags; the template directory lives as long as
+/// the returned guard.
+pub fn error_rate_server(prometheus: &str, extra: &[&str]) -> (tempfile::TempDir, ServeProcess) {
+    let dir = template_dir(&[(
+        "error-rate.yaml",
+        error_rate_template("error-rate", "inconclusive"),
+    )]);
+    let mut args = vec![
+        "--templates",
+        path_str(dir.path()),
+        "--prometheus",
+        prometheus,
+    ];
+    args.extend_from_slice(extra);
+    let server = ServeProcess::start(&args);
+    (dir, server)
+}
+
+/// Flagger's body for a `rollout` hook that asks for `template` on `service`.
+pub fn rollout_check(template: &str, service: &str) -> String {
+    flagger_payload(
+        "Progressing",
+        &[
+            ("hook", "rollout"),
+            ("template", template),
+            ("args.service", service),
+        ],
+    )
 }

@@ -6,8 +6,10 @@
 //! Each test binary includes it with `mod support;` and uses what it needs.
 #![allow(dead_code)]
 
+pub mod fault_proxy;
 pub mod gohost;
 pub mod inventories;
+pub mod procfs;
 pub mod prom;
 pub mod scenarios;
 pub mod stub;

@@ -179,6 +179,37 @@ impl PromServer {
         panic!("prometheus did not start: {last_error}");
     }
 
+    /// Kills Prometheus (SIGKILL, as a crash or a lost node would), keeping its data, so that
+    /// `restart` can bring the same server back on the same port.
+    pub fn kill_keeping_data(&mut self) {
+        self.stop(true);
+    }
+
+    /// Starts Prometheus again on the same port and data after `kill_keeping_data`, and waits
+    /// until it is ready. Panics when it does not come back.
+    pub fn restart(&mut self) {
+        let dir = self
+            .dir
+            .as_ref()
+            .expect("a started server has its directory")
+            .path()
+            .to_path_buf();
+        let log = dir.join("prometheus.log");
+        let (watchdog, stdin, pid) = spawn(
+            &dir,
+            &log,
+            &dir.join("prometheus.yml"),
+            &dir.join("data"),
+            self.addr.port(),
+        );
+        self.watchdog = watchdog;
+        self.stdin = Some(stdin);
+        self.pid = pid;
+        if let Err(e) = self.wait_ready(&log) {
+            panic!("prometheus did not come back: {e}");
+        }
+    }
+
     /// The Prometheus process id (to check that it is gone after drop).
     pub fn pid(&self) -> u32 {
         self.pid

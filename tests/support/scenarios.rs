@@ -266,7 +266,7 @@ impl Traffic {
         )
     }
 
-    fn write(&self, ds: &mut Dataset, base: i64) {
+    pub fn write(&self, ds: &mut Dataset, base: i64) {
         let to = self.stop.unwrap_or(TO);
         let buf = ds.family("http_requests", "counter");
         let mut codes = vec![("200", self.ok)];

@@ -15,17 +15,16 @@ pub use rules::RulePlacement;
 
 use std::collections::BTreeMap;
 
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use futures::future::join_all;
 
-use crate::condition::{evaluate_result, Value as ConditionValue};
+use crate::condition::Value as ConditionValue;
 use crate::measurement::Phase;
-use crate::prometheus::{PrometheusConfig, QueryResponse};
 use crate::spec::duration::format_duration;
-use crate::spec::{ExpectedTargets, FleetSpec, Metric, NoDataPolicy};
+use crate::spec::{ExpectedTargets, FleetSpec};
 
 use super::no_data::{self, NoData};
-use super::{Engine, EvalOptions, Outcome};
+use super::{verdict, Ctx, Engine, EvalOptions, Outcome};
 
 use promql::{last_seen_query, last_seen_window, FleetQueries};
 use report::LastSeen;
@@ -60,15 +59,9 @@ impl Role {
 
 impl Engine {
     /// Measures a `fleet` metric.
-    pub(super) async fn measure_fleet(
-        &self,
-        metric: &Metric,
-        spec: &FleetSpec,
-        no_data: NoDataPolicy,
-        config: &PrometheusConfig,
-        opts: &EvalOptions,
-        started_at: DateTime<Utc>,
-    ) -> Outcome {
+    pub(super) async fn measure_fleet(&self, cx: &Ctx<'_>, spec: &FleetSpec) -> Outcome {
+        let (metric, no_data, config, opts, started_at) =
+            (cx.metric, cx.no_data, cx.config, cx.opts, cx.started_at);
         // Every query of the gate reads the same instant: the versions query and the one that
         // removes terminal pods from it must see the same pods, or a pod that ended between the
         // two would read as a straggler.
@@ -109,7 +102,7 @@ impl Engine {
                 Ok(r) => r,
                 Err(e) => return out.error(format!("fleet {} failed: {e}", role.describe())),
             };
-            note_warnings(&mut out, &response);
+            out.note_warnings(&response);
             if matches!(role, Role::Versions | Role::Reporting | Role::Terminal) {
                 labels_seen.extend(labels_present(&response.data, &labels));
             }
@@ -190,7 +183,7 @@ impl Engine {
             out.metadata.insert("query.lastSeen".into(), query.clone());
             match self.instant(config, &query, opts).await {
                 Ok(response) => {
-                    note_warnings(&mut out, &response);
+                    out.note_warnings(&response);
                     if let crate::prometheus::QueryData::Vector(series) = &response.data {
                         for s in series {
                             if let Some(t) = s.labels.get(&spec.group_by) {
@@ -212,37 +205,18 @@ impl Engine {
         if !out.warnings.is_empty() {
             return out.error(incomplete(&message));
         }
-        if metric.success_condition.is_none() && metric.failure_condition.is_none() {
-            let phase = if fleet.passes(spec.min_completion) {
-                Phase::Successful
-            } else {
-                Phase::Failed
-            };
-            return out.finish(phase, message);
-        }
-        let result = ConditionValue::from(&summary);
-        match evaluate_result(
-            &result,
-            metric.success_condition.as_ref(),
-            metric.failure_condition.as_ref(),
-        ) {
-            Ok(phase) => {
-                let why = explain(metric, phase);
-                out.finish(phase, format!("{message}; {why}"))
-            }
-            Err(failure) => out.error(format!("{message}; {failure}")),
-        }
-    }
-}
-
-/// Notes a response's warnings once each: every query of a partial store says the same.
-fn note_warnings(out: &mut Outcome, response: &QueryResponse) {
-    // Infos (Prometheus 2.50+) never mean missing data: metadata only, no Error.
-    out.note_infos(response);
-    for w in &response.warnings {
-        if !out.warnings.contains(w) {
-            out.warnings.push(w.clone());
-        }
+        let built_in = if fleet.passes(spec.min_completion) {
+            Phase::Successful
+        } else {
+            Phase::Failed
+        };
+        verdict::built_in_unless_conditions(
+            out,
+            metric,
+            built_in,
+            &ConditionValue::from(&summary),
+            message,
+        )
     }
 }
 
@@ -281,22 +255,6 @@ fn label_missing(spec: &FleetSpec, label: &str, series: u64) -> String {
         message.push_str(" (check version.label: image_id, image, image_spec, ...)");
     }
     message
-}
-
-fn explain(metric: &Metric, phase: Phase) -> String {
-    let src = |c: &Option<crate::condition::Condition>| c.as_ref().map(|c| c.source().to_string());
-    match (
-        phase,
-        src(&metric.success_condition),
-        src(&metric.failure_condition),
-    ) {
-        (Phase::Successful, Some(s), _) => format!("successCondition `{s}` holds"),
-        (Phase::Successful, None, Some(f)) => format!("failureCondition `{f}` does not hold"),
-        (Phase::Failed, _, Some(f)) => format!("failureCondition `{f}` holds"),
-        (Phase::Failed, Some(s), None) => format!("successCondition `{s}` does not hold"),
-        (Phase::Inconclusive, _, _) => "neither successCondition nor failureCondition holds".into(),
-        (phase, _, _) => format!("{phase}"),
-    }
 }
 
 /// The queries a fleet metric will send, for `GetMetadata` and dry-run output.

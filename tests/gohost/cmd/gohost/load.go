@@ -22,6 +22,9 @@ type loadConfig struct {
 	// progress, if set, is called (from one goroutine at a time) after every `every` finished calls.
 	every    int
 	progress func(done int)
+	// successCondition and failureCondition, if set, go on every metric (Argo's conditions).
+	successCondition string
+	failureCondition string
 }
 
 type loadResult struct {
@@ -70,6 +73,8 @@ func runLoad(s *session, cfg loadConfig) loadResult {
 			name := fmt.Sprintf("load-%d-%d", w, i)
 			spec := strings.ReplaceAll(cfg.specTmpl, "{{n}}", strconv.Itoa(i))
 			metric := pluginMetric(name, cfg.key, specFor(spec, cfg.address))
+			metric.SuccessCondition = cfg.successCondition
+			metric.FailureCondition = cfg.failureCondition
 			run := buildRun(defaultIdentity, metric, time.Now())
 			t := time.Now()
 			if cfg.ping {

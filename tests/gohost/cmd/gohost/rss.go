@@ -44,6 +44,13 @@ type rssPoint struct {
 	Seconds float64 `json:"seconds"`
 	RSSKb   int     `json:"rssKb"`
 	HWMKb   int     `json:"hwmKb"`
+	FDs     int     `json:"fds"`
+}
+
+// openFDs counts the open file descriptors of a process.
+func openFDs(pid int) (int, error) {
+	entries, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	return len(entries), err
 }
 
 func cmdRSS(args []string) int {
@@ -55,6 +62,9 @@ func cmdRSS(args []string) int {
 	address := fs.String("address", "", "Prometheus URL for {{address}} (default: a closed port)")
 	key := fs.String("key", "rollgate/analysis", "key of the plugin config under provider.plugin")
 	timeout := fs.Duration("timeout", 10*time.Minute, "stop starting calls after this long")
+	forDur := fs.Duration("for", 0, "run for this long instead of until -runs (stopping at it is not a failure; -runs stays the upper bound)")
+	success := fs.String("success", "", "successCondition of every metric")
+	failure := fs.String("failure", "", "failureCondition of every metric")
 	if !c.Parse(args) {
 		return hostkit.ExitSetup
 	}
@@ -83,31 +93,43 @@ func cmdRSS(args []string) int {
 		if err != nil {
 			c.Logf("%v", err)
 		}
-		pts = append(pts, rssPoint{Runs: done, Seconds: time.Since(start).Seconds(), RSSKb: r, HWMKb: h})
+		fds, err := openFDs(s.pid)
+		if err != nil {
+			c.Logf("%v", err)
+		}
+		pts = append(pts, rssPoint{Runs: done, Seconds: time.Since(start).Seconds(), RSSKb: r, HWMKb: h, FDs: fds})
 	}
 	read(0)
 	every := *runs / *points
 	if every < 1 {
 		every = 1
 	}
+	deadline, timed := time.Now().Add(*timeout), false
+	if *forDur > 0 {
+		deadline, timed = time.Now().Add(*forDur), true
+	}
 	res := runLoad(s, loadConfig{callers: *callers, total: *runs, specTmpl: *spec, key: *key, address: addr,
-		ping: true, deadline: time.Now().Add(*timeout), every: every, progress: read})
+		ping: true, deadline: deadline, every: every, progress: read,
+		successCondition: *success, failureCondition: *failure})
 	if len(pts) == 0 || pts[len(pts)-1].Runs != res.Calls {
 		read(res.Calls)
 	}
 	out := struct {
-		PID         int            `json:"pid"`
-		Runs        int            `json:"runs"`
-		Callers     int            `json:"callers"`
-		CallsPerSec float64        `json:"callsPerSec"`
-		RPCErrors   int            `json:"rpcErrors"`
-		Mismatches  int            `json:"mismatches"`
-		TimedOut    bool           `json:"timedOut"`
-		Phases      map[string]int `json:"phases"`
-		Checkpoints []rssPoint     `json:"checkpoints"`
-	}{s.pid, res.Calls, *callers, res.CallsPerSec, res.RPCErrors, res.Mismatches, res.TimedOut, res.Phases, pts}
+		PID         int             `json:"pid"`
+		Runs        int             `json:"runs"`
+		Callers     int             `json:"callers"`
+		CallsPerSec float64         `json:"callsPerSec"`
+		RPCErrors   int             `json:"rpcErrors"`
+		Mismatches  int             `json:"mismatches"`
+		PingErrors  int             `json:"pingErrors"`
+		TimedOut    bool            `json:"timedOut"`
+		Latency     hostkit.Latency `json:"latencyMs"`
+		Phases      map[string]int  `json:"phases"`
+		Checkpoints []rssPoint      `json:"checkpoints"`
+	}{s.pid, res.Calls, *callers, res.CallsPerSec, res.RPCErrors, res.Mismatches, res.PingErrors, res.TimedOut,
+		res.Figures.LatencyMs, res.Phases, pts}
 	c.Emit(out)
-	if res.RPCErrors > 0 || res.Mismatches > 0 || res.TimedOut {
+	if res.RPCErrors > 0 || res.PingErrors > 0 || res.Mismatches > 0 || (res.TimedOut && !timed) {
 		return c.Failf("rpcErrors=%d mismatches=%d timedOut=%v; first: %s",
 			res.RPCErrors, res.Mismatches, res.TimedOut, res.FirstProblem)
 	}

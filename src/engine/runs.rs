@@ -1,14 +1,18 @@
-//! Where a webhook call stands in its canary's analysis. Flagger calls the same hook at every
-//! interval of its analysis and does not say which call this is, but the compare kind spends its
-//! error budget over a run's repeated checks and needs the run's start (the Argo surfaces read it
-//! from the AnalysisRun). So the server remembers when it first saw each (canary revision,
-//! metric); calls further apart than `STALE_INTERVALS` intervals start a new run.
+//! The run tracker: where a call stands in its run, for the surfaces whose caller does not say.
+//! Flagger calls the same hook at every interval of its analysis, Argo's `web` provider posts
+//! the same body at every interval, and a gRPC `Analyze` carries no AnalysisRun; but the
+//! compare kind spends its error budget over a run's repeated checks and needs the run's start
+//! (the Argo plugin surfaces read it from the AnalysisRun). So the engine remembers when it
+//! first saw each (run, metric), keyed by what the calls of one run have in common (the surface
+//! says what that is: [`RunKey`]); calls further apart than `STALE_INTERVALS` intervals start
+//! a new run. docs/serve.md ("Runs of repeated calls") gives each surface's key and its limits.
 //!
 //! Memory is per process. That is safe with the spending of `crate::stats::sequential`: its
 //! per-check levels grow with the check's index, so a replica or a restart that counts from 1
 //! again spends `alpha * (j^2 + m^2) / N^2 <= alpha * ((j + m) / N)^2` over `j + m` checks.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasher, RandomState};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -20,13 +24,14 @@ pub(crate) const STALE_INTERVALS: u32 = 3;
 /// Most runs remembered; beyond it the stale ones are forgotten, and if none is, all are.
 const MAX_RUNS: usize = 10_000;
 
-/// One metric of one canary revision.
+/// One metric of one run, as the surface identifies it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct RunKey {
-    /// `namespace/name` of the canary.
-    pub canary: String,
-    /// Flagger's checksum of the canary's revision.
-    pub checksum: String,
+    /// What every call of the run carries and other runs do not: Flagger's canary
+    /// `namespace/name` and revision checksum, the web provider's request selection and
+    /// arguments, a gRPC call's spec and arguments. Prefixed by the surface, so surfaces never
+    /// share a run.
+    pub run: String,
     /// The template (or `inline`) and metric name.
     pub metric: String,
 }
@@ -38,10 +43,13 @@ struct Seen {
     stale_after: chrono::Duration,
 }
 
-/// First and last calls of each run.
+/// First and last calls of each run. Keys are kept as keyed hashes (random per process), so
+/// memory stays bounded whatever a request carries (an inline spec can be large), and a caller
+/// who cannot see the key cannot aim a request at another run.
 #[derive(Debug, Default)]
 pub(crate) struct RunClock {
-    runs: Mutex<HashMap<RunKey, Seen>>,
+    runs: Mutex<HashMap<u64, Seen>>,
+    hasher: RandomState,
 }
 
 impl RunClock {
@@ -53,6 +61,7 @@ impl RunClock {
         interval: Duration,
         now: DateTime<Utc>,
     ) -> DateTime<Utc> {
+        let key = self.hasher.hash_one(&key);
         let stale_after = interval
             .checked_mul(STALE_INTERVALS)
             .and_then(|d| chrono::Duration::from_std(d).ok())
@@ -88,8 +97,7 @@ mod tests {
 
     fn key(canary: &str, checksum: &str) -> RunKey {
         RunKey {
-            canary: canary.into(),
-            checksum: checksum.into(),
+            run: format!("flagger {canary}@{checksum}"),
             metric: "t/m".into(),
         }
     }

@@ -1,5 +1,5 @@
-//! go-plugin's process handshake: the magic cookie, protocol version negotiation, the unix
-//! socket the host dials, and the one line announced on stdout.
+//! The plugin's unix socket: a private directory per process, the stale directories of killed
+//! plugin processes removed, and everything cleaned up on drop.
 
 use std::io::{self, Write};
 use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
@@ -8,61 +8,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use tokio::net::UnixListener;
 
-use super::PluginError;
-
-/// The magic cookie Argo Rollouts sets for metric-provider plugins.
-pub(crate) const COOKIE_KEY: &str = "ARGO_ROLLOUTS_RPC_PLUGIN";
-/// Its value.
-pub(crate) const COOKIE_VALUE: &str = "metricprovider";
-/// go-plugin's core protocol version.
-const CORE_PROTOCOL_VERSION: u32 = 1;
-/// The application protocol version Argo Rollouts uses.
-pub(crate) const APP_PROTOCOL_VERSION: u32 = 1;
-
-/// Checks that the process was started by a plugin host (the magic cookie is set).
-pub(crate) fn check_cookie() -> Result<(), PluginError> {
-    match std::env::var(COOKIE_KEY) {
-        Ok(v) if v == COOKIE_VALUE => Ok(()),
-        _ => Err(PluginError::NotLaunchedByHost),
-    }
-}
-
-/// Picks the protocol version from the host's `PLUGIN_PROTOCOL_VERSIONS` (a comma list):
-/// version 1 must be among them. Entries that are not numbers are ignored, as go-plugin does;
-/// no list at all means the host predates negotiation and speaks version 1.
-pub(crate) fn negotiate_version(offered: Option<&str>) -> Result<u32, PluginError> {
-    let Some(list) = offered.filter(|s| !s.trim().is_empty()) else {
-        return Ok(APP_PROTOCOL_VERSION);
-    };
-    let versions: Vec<u32> = list
-        .split(',')
-        .filter_map(|v| v.trim().parse().ok())
-        .collect();
-    if versions.is_empty() || versions.contains(&APP_PROTOCOL_VERSION) {
-        Ok(APP_PROTOCOL_VERSION)
-    } else {
-        Err(PluginError::UnsupportedProtocol {
-            offered: list.to_string(),
-        })
-    }
-}
-
-/// The handshake line go-plugin hosts parse: core version, app version, network, address,
-/// protocol, and an empty server-certificate field.
-pub(crate) fn handshake_line(version: u32, socket: &Path) -> String {
-    format!(
-        "{CORE_PROTOCOL_VERSION}|{version}|unix|{}|netrpc|\n",
-        socket.display()
-    )
-}
-
-/// Writes the handshake line to stdout and flushes it. Nothing else is ever written there.
-pub(crate) fn announce(version: u32, socket: &Path) -> Result<(), PluginError> {
-    let mut out = io::stdout().lock();
-    out.write_all(handshake_line(version, socket).as_bytes())
-        .and_then(|()| out.flush())
-        .map_err(PluginError::Handshake)
-}
+use super::HostError as PluginError;
 
 /// The plugin's listening socket, in a private directory; both are removed on drop.
 #[derive(Debug)]
@@ -288,23 +234,6 @@ fn resolve_group(group: &str) -> Result<u32, PluginError> {
 mod tests {
     use super::*;
     use std::os::unix::fs::MetadataExt;
-
-    #[test]
-    fn versions_must_include_one() {
-        assert_eq!(negotiate_version(None).unwrap(), 1);
-        assert_eq!(negotiate_version(Some("")).unwrap(), 1);
-        assert_eq!(negotiate_version(Some("1")).unwrap(), 1);
-        assert_eq!(negotiate_version(Some("2, 1")).unwrap(), 1);
-        assert_eq!(negotiate_version(Some("x")).unwrap(), 1);
-        let e = negotiate_version(Some("2,3")).unwrap_err();
-        assert!(e.to_string().contains("2,3"), "{e}");
-    }
-
-    #[test]
-    fn handshake_line_has_six_fields() {
-        let l = handshake_line(1, Path::new("/tmp/x/plugin.sock"));
-        assert_eq!(l, "1|1|unix|/tmp/x/plugin.sock|netrpc|\n");
-    }
 
     #[test]
     fn groups_resolve_by_name_or_gid() {

@@ -1,0 +1,79 @@
+//! Where Argo's `successCondition` / `failureCondition` meet a measurement, once for every kind.
+//!
+//! Two rules (SPEC.md 2.1):
+//! - a kind without a verdict of its own (`query`, Argo's `prometheus`) is judged by the
+//!   conditions alone, and with none any result without an error is Successful;
+//! - a kind with a built-in verdict (`compare`, `fleet`) keeps it unless the metric has
+//!   conditions: then they decide, on the kind's JSON value, and the message says which held.
+
+use crate::condition::Value;
+use crate::measurement::Phase;
+use crate::prometheus::QueryResponse;
+use crate::spec::Metric;
+
+use super::result::condition_value;
+use super::Outcome;
+
+/// Applies Argo's conditions to a result that has data, and says why in one sentence; `note`
+/// is appended to the reason (e.g. the request guard's count).
+pub(super) fn by_conditions(
+    out: Outcome,
+    metric: &Metric,
+    response: &QueryResponse,
+    note: &str,
+) -> Outcome {
+    let result = condition_value(&response.data);
+    let value = out.value.clone();
+    match metric.judge(&result) {
+        Ok(phase) => out.finish(
+            phase,
+            format!("result {value}: {}{note}", explain(metric, phase)),
+        ),
+        Err(failure) => out.error(format!("result {value}: {failure}")),
+    }
+}
+
+/// The built-in verdict `built_in`, explained by `message`, unless the metric has conditions:
+/// then they decide on `value` and the message adds which condition held. The built-in
+/// verdict is kept in the `verdict` metadata either way.
+pub(super) fn built_in_unless_conditions(
+    mut out: Outcome,
+    metric: &Metric,
+    built_in: Phase,
+    value: &Value,
+    message: String,
+) -> Outcome {
+    out.metadata
+        .insert("verdict".into(), built_in.as_str().into());
+    if metric.success_condition.is_none() && metric.failure_condition.is_none() {
+        return out.finish(built_in, message);
+    }
+    match metric.judge(value) {
+        Ok(phase) => {
+            let why = explain(metric, phase);
+            out.finish(phase, format!("{message}; {why}"))
+        }
+        Err(failure) => out.error(format!("{message}; {failure}")),
+    }
+}
+
+/// Which condition made `phase`, in Argo's terms.
+fn explain(metric: &Metric, phase: Phase) -> String {
+    let source =
+        |c: &Option<crate::condition::Condition>| c.as_ref().map(|c| c.source().to_string());
+    match (
+        phase,
+        source(&metric.success_condition),
+        source(&metric.failure_condition),
+    ) {
+        (Phase::Successful, None, None) => {
+            "no conditions, so any result without an error is Successful".into()
+        }
+        (Phase::Successful, Some(s), _) => format!("successCondition `{s}` holds"),
+        (Phase::Successful, None, Some(f)) => format!("failureCondition `{f}` does not hold"),
+        (Phase::Failed, _, Some(f)) => format!("failureCondition `{f}` holds"),
+        (Phase::Failed, Some(s), None) => format!("successCondition `{s}` does not hold"),
+        (Phase::Inconclusive, _, _) => "neither successCondition nor failureCondition holds".into(),
+        (phase, _, _) => format!("{phase}"),
+    }
+}
