@@ -7,7 +7,10 @@
 //! `cargo bench --bench fleet_scale` (FLEET_CLUSTERS=2000 for a quicker run; FLEET_ROUNDS=N;
 //! FLEET_PHASES=1 also loads `kube_pod_status_phase` for every pod, five series each as
 //! kube-state-metrics writes them, so the cost of `ignoreTerminalPods`' join shows;
-//! FLEET_IGNORE_TERMINAL=0 measures with `ignoreTerminalPods: false`).
+//! FLEET_IGNORE_TERMINAL=0 measures with `ignoreTerminalPods: false`). Fleet promotion (issue
+//! 16): the clusters are split into FLEET_COHORTS cohorts (default 20; 0 for none) and judged
+//! with `holdFor` FLEET_HOLD_FOR (default 10m; empty for none); the plain side sends the held
+//! queries too.
 
 // Test code may unwrap, panic and cast; its helpers are `pub` for the modules sharing them.
 #![allow(
@@ -103,6 +106,8 @@ fn main() {
     let mut params = big_fleet(clusters, 30);
     params.phases = env_usize("FLEET_PHASES", 0) == 1;
     let ignore_terminal = env_usize("FLEET_IGNORE_TERMINAL", 1) == 1;
+    let cohort_count = env_usize("FLEET_COHORTS", 20);
+    let hold_for = std::env::var("FLEET_HOLD_FOR").unwrap_or_else(|_| "10m".into());
     let base = base_now();
     let started = Instant::now();
     let text = fleet_dataset(&params, base);
@@ -120,18 +125,33 @@ fn main() {
         .rsplit_once('@')
         .map(|(_, d)| d.to_string())
         .unwrap_or_default();
+    let mut fleet = json!({
+        "selector": format!("kube_pod_container_info{{namespace=\"{}\", container=\"{}\"}}", params.namespace, params.container),
+        "version": {"expected": digest},
+        "expectedTargets": expect.inventory,
+        "workloads": true,
+        "ignoreTerminalPods": ignore_terminal,
+    });
+    if cohort_count > 0 {
+        // Consecutive slices of the inventory, the last takes the remainder.
+        let per = expect.inventory.len().div_ceil(cohort_count).max(1);
+        let cohorts: Vec<serde_json::Value> = expect
+            .inventory
+            .chunks(per)
+            .enumerate()
+            .map(|(i, c)| json!({"name": format!("cohort-{i:02}"), "targets": c, "maxConcurrent": 50}))
+            .collect();
+        fleet["cohorts"] = json!(cohorts);
+    }
+    if !hold_for.is_empty() {
+        fleet["holdFor"] = json!(hold_for);
+    }
     let metric = Metric::from_value(
         &json!({
             "name": "fleet-scale",
             "provider": {"plugin": {"rollgate/analysis": {
                 "prometheus": {"address": prom.url, "timeout": "60s"},
-                "fleet": {
-                    "selector": format!("kube_pod_container_info{{namespace=\"{}\", container=\"{}\"}}", params.namespace, params.container),
-                    "version": {"expected": digest},
-                    "expectedTargets": expect.inventory,
-                    "workloads": true,
-                    "ignoreTerminalPods": ignore_terminal,
-                },
+                "fleet": fleet,
                 "noData": "fail"
             }}}
         }),
@@ -164,6 +184,8 @@ fn main() {
                 k.as_str() == "query.versions"
                     || k.as_str() == "query.terminal"
                     || k.as_str() == "query.reporting"
+                    || k.as_str() == "query.held"
+                    || k.as_str() == "query.heldLastChange"
                     || k.starts_with("query.stall.")
             })
             .map(|(_, q)| q.clone())
@@ -215,7 +237,7 @@ fn main() {
         );
         let (e, p) = (median(engine_times), median(plain_times));
         println!(
-            "fleet_scale {clusters} clusters x 30 pods, {} queries ({} kB of responses), {rounds} rounds:",
+            "fleet_scale {clusters} clusters x 30 pods in {cohort_count} cohorts, holdFor {hold_for:?}, {} queries ({} kB of responses), {rounds} rounds:",
             round_one.len() + usize::from(last_seen.is_some()),
             bytes / 1000
         );

@@ -13,7 +13,12 @@
 //!    HTTP hop alone, to serve's `/healthz` and to Prometheus's `/-/healthy`: the difference is
 //!    about one such hop whatever the query, so the ratio depends on what the queries cost.
 //!
-//! `cargo bench --bench serve_load [throughput|overhead]` runs one part.
+//! `cargo bench --bench serve_load [throughput|overhead]` runs one part. With
+//! `SERVE_LOAD_BASELINE=/path/to/an/older/rollgate`, every part also runs that binary, in the
+//! same run, so before and after are measured on the same machine under the same load.
+//!
+//! Targets (issue 14): rollgate's own share of a check, serve − the queries alone − the bare
+//! HTTP hop (median of the per-round differences), <= 0.05 ms; access log on >= 0.90 x off.
 //!
 //! The machine is shared: compare the ratio, and read absolute figures with the load noted.
 
@@ -190,29 +195,33 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-fn throughput(label: &str, log_level: &str) {
+/// Requests per second of the check through `bin` with `log_level`.
+fn throughput(bin: &str, label: &str, log_level: &str) -> f64 {
     let dir = template_dir(&[(
         "error-rate.yaml",
         error_rate_template("error-rate", "inconclusive"),
     )]);
     let replay = replay_file(dir.path());
-    let server = ServeProcess::start(&[
-        "--templates",
-        path_str(dir.path()),
-        "--replay",
-        path_str(&replay),
-        "--prometheus",
-        "http://replay.invalid:9090",
-        "--log-level",
-        log_level,
-    ]);
+    let server = start(
+        bin,
+        &[
+            "--templates",
+            path_str(dir.path()),
+            "--replay",
+            path_str(&replay),
+            "--prometheus",
+            "http://replay.invalid:9090",
+            "--log-level",
+            log_level,
+        ],
+    );
     let addr = server.url.trim_start_matches("http://").to_string();
     // The driver gets one thread; the server has its own runtime with one worker per core.
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
-    runtime.block_on(async {
+    let rate = runtime.block_on(async {
         let warm = drive(&addr, WARMUP).await;
         assert_eq!(warm.failed, 0, "warm-up failures");
         let load = drive(&addr, RUN).await;
@@ -227,6 +236,7 @@ fn throughput(label: &str, log_level: &str) {
             load.elapsed.as_secs_f64()
         );
         assert_eq!(load.failed, 0, "failed requests under load");
+        load.ok as f64 / load.elapsed.as_secs_f64()
     });
     // One answer, to show the work was the real one.
     let runtime = tokio::runtime::Runtime::new().unwrap();
@@ -236,6 +246,17 @@ fn throughput(label: &str, log_level: &str) {
         let mut buf = Vec::new();
         assert_eq!(read_response(&mut s, &mut buf).await.unwrap(), 200);
     });
+    rate
+}
+
+/// Starts `rollgate serve` from `bin` with `args`.
+fn start(bin: &str, args: &[&str]) -> ServeProcess {
+    ServeProcess::try_start_bin(bin, args, &[]).unwrap_or_else(|(status, logs)| {
+        panic!(
+            "{bin} serve did not start ({status:?}):\n{}",
+            logs.join("\n")
+        )
+    })
 }
 
 /// A service of the sized data set: `pods` x `routes` x 2 codes series of `http_requests_total`
@@ -300,28 +321,34 @@ fn sized_dataset(base: i64) -> String {
     ds.finish()
 }
 
-/// Medians (ms) of one size: the check through serve, the two queries alone.
+/// Medians of one size: the check through serve, the two queries alone, and rollgate's own
+/// share (serve − alone − hop, per round).
 struct Overhead {
     series: usize,
     serve: Duration,
     plain: Duration,
+    own_ms: f64,
 }
 
-fn overhead() {
+/// Runs the overhead comparison against `bin`; returns the largest own-share median (ms).
+fn overhead(bin: &str) -> f64 {
     let base = support::scenarios::base_now();
     let prom = support::prom::PromServer::start(base, &sized_dataset(base));
     let dir = template_dir(&[(
         "error-rate.yaml",
         error_rate_template("error-rate", "inconclusive"),
     )]);
-    let server = ServeProcess::start(&[
-        "--templates",
-        path_str(dir.path()),
-        "--prometheus",
-        &prom.url,
-        "--log-level",
-        "warn,rollgate::serve::access=warn",
-    ]);
+    let server = start(
+        bin,
+        &[
+            "--templates",
+            path_str(dir.path()),
+            "--prometheus",
+            &prom.url,
+            "--log-level",
+            "warn,rollgate::serve::access=warn",
+        ],
+    );
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -393,32 +420,42 @@ fn overhead() {
                 hop().await;
             }
             let (mut s, mut p) = (Vec::with_capacity(ROUNDS), Vec::with_capacity(ROUNDS));
+            let mut own = Vec::with_capacity(ROUNDS);
             for _ in 0..ROUNDS {
-                s.push(timed(via_serve()).await);
-                p.push(timed(plain()).await);
-                hop_times.push(timed(hop()).await);
+                let (serve, alone, bare) = (
+                    timed(via_serve()).await,
+                    timed(plain()).await,
+                    timed(hop()).await,
+                );
+                own.push(ms(serve) - ms(alone) - ms(bare));
+                s.push(serve);
+                p.push(alone);
+                hop_times.push(bare);
                 prom_hop_times.push(timed(prom_hop()).await);
             }
             s.sort();
             p.sort();
+            own.sort_by(f64::total_cmp);
             rows.push(Overhead {
                 series: size.pods * size.routes * 2,
                 serve: pct(&s, 0.5),
                 plain: pct(&p, 0.5),
+                own_ms: own[own.len() / 2],
             });
         }
     });
     hop_times.sort();
     let hop = pct(&hop_times, 0.5);
-    println!("  series per query | 2 queries alone | check via serve | serve - alone | ratio (target <= 1.2)");
+    println!("  series per query | 2 queries alone | check via serve | serve - alone | ratio (target <= 1.2) | own share (serve - alone - hop, target <= 0.05 ms)");
     for r in &rows {
         println!(
-            "  {:>16} | {:>12.3} ms | {:>12.3} ms | {:>+10.3} ms | {:.3}",
+            "  {:>16} | {:>12.3} ms | {:>12.3} ms | {:>+10.3} ms | {:>21.3} | {:>+10.3} ms",
             r.series,
             ms(r.plain),
             ms(r.serve),
             ms(r.serve) - ms(r.plain),
-            r.serve.as_secs_f64() / r.plain.as_secs_f64()
+            r.serve.as_secs_f64() / r.plain.as_secs_f64(),
+            r.own_ms
         );
     }
     prom_hop_times.sort();
@@ -427,6 +464,7 @@ fn overhead() {
         ms(hop),
         ms(pct(&prom_hop_times, 0.5))
     );
+    rows.iter().map(|r| r.own_ms).fold(f64::MIN, f64::max)
 }
 
 /// How long `work` takes.
@@ -443,13 +481,32 @@ fn main() {
         .filter(|a| !a.starts_with("--"))
         .collect();
     let wanted = |part: &str| only.is_empty() || only.iter().any(|a| a == part);
+    let mut binaries = vec![("this build", serve_common::BIN.to_string())];
+    if let Ok(baseline) = std::env::var("SERVE_LOAD_BASELINE") {
+        binaries.push(("baseline", baseline));
+    }
     if wanted("throughput") {
         println!("serve_load: /flagger/v1/check throughput, replay-backed (guard + ratio query)");
-        throughput("access log off", "warn,rollgate::serve::access=warn");
-        throughput("access log on (JSON, stderr)", "warn");
+        let mut ratios = Vec::new();
+        for (name, bin) in &binaries {
+            println!(" {name} ({bin}):");
+            let off = throughput(bin, "access log off", "warn,rollgate::serve::access=warn");
+            let on = throughput(bin, "access log on (JSON, stderr)", "warn");
+            ratios.push((name, on / off));
+        }
+        for (name, ratio) in ratios {
+            println!("  {name}: access log on / off = {ratio:.3} (target >= 0.90)");
+        }
     }
     if wanted("overhead") {
         println!("serve_load: {ROUNDS} interleaved rounds against the real Prometheus");
-        overhead();
+        let mut shares = Vec::new();
+        for (name, bin) in &binaries {
+            println!(" {name} ({bin}):");
+            shares.push((name, overhead(bin)));
+        }
+        for (name, share) in shares {
+            println!("  {name}: largest median own share {share:+.3} ms (target <= 0.05 ms)");
+        }
     }
 }

@@ -1,9 +1,11 @@
 //! Prints the simulation tables of `docs/statistics.md`.
 //!
-//! `cargo run --release --example compare_simulation [-- --runs N] [--sizes] [--latency] [--levels]`
+//! `cargo run --release --example compare_simulation [-- --runs N] [--sizes] [--latency] [--levels]
+//! [--histogram]`
 //!
 //! - Ratio form: 10,000 rollouts per scenario, ten checks each on cumulative counts.
 //! - Distribution form: healthy and shifted latency in a sliding window.
+//! - Histogram form (`--histogram`: only this table): per-request latency from buckets.
 //! - With `--sizes`: events (or samples) per side needed for 80 % detection, by bisection on the
 //!   simulated detection rate.
 
@@ -19,9 +21,9 @@
 )]
 
 use rollgate::stats::{
-    latency_scenarios, look_alpha, simulate, simulate_latency, standard_scenarios_with, Design,
-    Direction, DistOptions, LatencyScenario, Look, RatioOptions, Scenario, SimulationRow,
-    StatsError,
+    histogram_scenarios, latency_scenarios, look_alpha, simulate, simulate_histogram,
+    simulate_latency, standard_scenarios_with, Design, Direction, DistOptions, LatencyScenario,
+    Look, RatioOptions, Scenario, SimulationRow, StatsError,
 };
 
 fn main() -> Result<(), StatsError> {
@@ -35,6 +37,9 @@ fn main() -> Result<(), StatsError> {
     let seed = 20_240_601u64;
     if args.iter().any(|a| a == "--levels") {
         return print_levels();
+    }
+    if args.iter().any(|a| a == "--histogram") {
+        return print_histogram(runs);
     }
 
     let latency_only = args.iter().any(|a| a == "--latency");
@@ -109,6 +114,25 @@ fn print_row(row: &SimulationRow) {
         row.mean_failing_check
             .map_or("-".to_string(), |c| format!("check {c:.1}")),
     );
+}
+
+/// The histogram form's table (`rollgate::stats::histogram_scenarios`), with the seeds of
+/// tests/stats_simulation.rs.
+fn print_histogram(runs: usize) -> Result<(), StatsError> {
+    println!(
+        "Histogram form: {runs} rollouts per scenario, Prometheus' default buckets, stable median"
+    );
+    println!("0.1 s (log sd 0.5), increase[5m], initialDelay 5m, 10 checks (1/min), rank test,");
+    println!(
+        "maxIncrease 0.1, confidence 0.95, minRequests 200, shared load drift (log sd 0.2/min),"
+    );
+    println!("per-side jitter 0.02; [Wilson 95 % interval of the failed share].\n");
+    print_header("requests/side in window");
+    for (i, scenario) in histogram_scenarios().iter().enumerate() {
+        let row = simulate_histogram(scenario, runs, 20_261_201 + i as u64)?;
+        print_row(&row);
+    }
+    Ok(())
 }
 
 /// Each check's level at N = 10, alpha = 0.05: union-bound slices and group-sequential levels.

@@ -4,12 +4,22 @@
 # or out-of-memory. New inputs go to a temporary directory, never into the committed corpus.
 #   FUZZ_SECONDS=20 bash fuzz/smoke.sh            # all targets
 #   bash fuzz/smoke.sh condition promql           # some targets
+#   bash fuzz/smoke.sh --build                    # only build (CI starts this early, niced)
+# FUZZ_JOBS (default: the number of CPUs) targets run at once; each still gets its full
+# FUZZ_SECONDS of wall time, so a smoke on N cores takes about 1/N of the sequential time.
 set -euo pipefail
 
 cd "$(dirname "$0")"
 export PATH="$HOME/.cargo/bin:$PATH"
 SECONDS_EACH=${FUZZ_SECONDS:-20}
+JOBS=${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 1)}
 start=$(date +%s)
+
+build_only=false
+if [ "${1:-}" = "--build" ]; then
+  build_only=true
+  shift
+fi
 
 if ! rustup toolchain list | grep -q '^nightly'; then
   # libFuzzer needs nightly; a machine that cannot get one skips the smoke, saying so.
@@ -25,22 +35,51 @@ fi
 # No sanitizer: the code under test is safe Rust; debug assertions (overflow checks) stay on.
 FUZZ_FLAGS=(--sanitizer none)
 cargo +nightly fuzz build "${FUZZ_FLAGS[@]}"
+if $build_only; then
+  echo "fuzz smoke: built in $(( $(date +%s) - start )) s"
+  exit 0
+fi
 
 if [ $# -gt 0 ]; then targets=("$@"); else mapfile -t targets < <(cargo +nightly fuzz list); fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-failed=()
+
+# One target: its own log and exit status file, so parallel runs never interleave.
+run_target() {
+  local t=$1
+  local args=(-max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1)
+  [ -f "dict/$t.dict" ] && args+=(-dict="dict/$t.dict")
+  # `fuzz run` only checks that the target built above is fresh.
+  if cargo +nightly fuzz run "${FUZZ_FLAGS[@]}" "$t" "$work/$t" "corpus/$t" -- "${args[@]}" \
+      >"$work/$t.log" 2>&1; then
+    echo 0 >"$work/$t.rc"
+  else
+    echo 1 >"$work/$t.rc"
+  fi
+}
+
+echo "fuzz smoke: ${#targets[@]} targets, ${SECONDS_EACH}s each, $JOBS at a time"
+running=0
 for t in "${targets[@]}"; do
   mkdir -p "$work/$t" "corpus/$t"
+  if [ "$running" -ge "$JOBS" ]; then
+    wait -n || true
+    running=$((running - 1))
+  fi
   echo "fuzz smoke: $t for ${SECONDS_EACH}s"
-  args=(-max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1)
-  [ -f "dict/$t.dict" ] && args+=(-dict="dict/$t.dict")
-  if ! cargo +nightly fuzz run "${FUZZ_FLAGS[@]}" "$t" "$work/$t" "corpus/$t" -- "${args[@]}" \
-      >"$work/$t.log" 2>&1; then
+  run_target "$t" &
+  running=$((running + 1))
+done
+wait
+
+failed=()
+for t in "${targets[@]}"; do
+  echo "fuzz smoke: $t:"
+  grep -E '^(stat::number_of_executed_units|stat::average_exec_per_sec)|#[0-9]+ +DONE' "$work/$t.log" || true
+  if [ "$(cat "$work/$t.rc" 2>/dev/null || echo 1)" != 0 ]; then
     failed+=("$t")
     tail -n 40 "$work/$t.log" >&2
   fi
-  grep -E '^(stat::number_of_executed_units|stat::average_exec_per_sec)|#[0-9]+ +DONE' "$work/$t.log" || true
 done
 echo "fuzz smoke: ${#targets[@]} targets in $(( $(date +%s) - start )) s"
 if [ ${#failed[@]} -gt 0 ]; then

@@ -5,7 +5,6 @@ use std::fmt;
 use std::io::IsTerminal;
 
 use chrono::{SecondsFormat, Utc};
-use serde_json::{Map, Value};
 use tracing::field::{Field, Visit};
 use tracing::{Event, Level, Subscriber};
 use tracing_subscriber::fmt::format::Writer;
@@ -53,13 +52,6 @@ pub(crate) fn plugin_log_filter(value: &str, source: &str) -> Result<EnvFilter, 
     EnvFilter::try_new(value.to_ascii_lowercase()).map_err(|_| err())
 }
 
-/// Installs hclog JSON logging (see [`init_hclog_logging`]) with `level`, a level or
-/// EnvFilter directives; an invalid one falls back to `info` (`serve --log-format json`; plugin
-/// mode checks its level with [`plugin_log_filter`] first).
-pub(crate) fn init_plugin_logging(level: &str) {
-    init_hclog_logging(filter(level));
-}
-
 /// Installs JSON logging for plugin mode: one hclog line per event on stderr, with `@level`,
 /// `@message`, `@timestamp` (`2006-01-02T15:04:05.000000Z07:00`), `@module` and the event's
 /// fields. Does nothing if a subscriber is already installed.
@@ -71,11 +63,42 @@ pub(crate) fn init_hclog_logging(filter: EnvFilter) {
         .try_init();
 }
 
+/// Keeps `serve`'s log writer thread running; dropping it writes out what is still queued.
+pub(crate) type LogGuard = tracing_appender::non_blocking::WorkerGuard;
+
+/// Installs `serve`'s logging on stderr, hclog JSON lines or text, through tracing-appender's
+/// non-blocking writer: requests only queue their line; one thread of its own writes them,
+/// buffered, flushing whenever the queue is empty (so a quiet server's lines appear at
+/// once). Under load this turns one `write(2)` per access-log line on the request's worker into
+/// one per batch. Not lossy: when 128,000 lines are queued, requests wait for the writer
+/// rather than drop lines. Hold the guard until the server has stopped.
+pub(crate) fn init_serve_logging(level: &str, json: bool) -> LogGuard {
+    let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+        .lossy(false)
+        .thread_name("rollgate-log")
+        .finish(std::io::BufWriter::with_capacity(
+            64 * 1024,
+            std::io::stderr(),
+        ));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter(level))
+        .with_writer(writer);
+    let _ = if json {
+        builder.event_format(HclogJson).try_init()
+    } else {
+        builder
+            .with_ansi(std::io::stderr().is_terminal())
+            .with_target(false)
+            .try_init()
+    };
+    guard
+}
+
 /// The hclog JSON line (without the newline) that reports a start-up failure at `error`:
 /// go-plugin hosts log a JSON line at its `@level`, and plain text only at debug (unless it
 /// starts with `[ERROR]`), so this is how a failure reaches the controller's log.
 pub(crate) fn startup_error_line(message: &str) -> String {
-    hclog_object("error", message, "rollgate", &Utc::now(), Map::new()).to_string()
+    hclog_json("error", message, "rollgate", &Utc::now(), b"")
 }
 
 /// Writes [`startup_error_line`] to stderr.
@@ -129,95 +152,110 @@ where
     }
 }
 
-/// One event as an hclog JSON object (without the newline).
+/// One event as an hclog JSON object (without the newline): the `@` keys, then the event's
+/// fields in their order (any starting with `@` dropped). Written straight into one buffer,
+/// without building a JSON tree: this runs for every access-log line.
 fn hclog_line(event: &Event<'_>, now: &chrono::DateTime<Utc>) -> String {
     let meta = event.metadata();
     let mut fields = JsonFields::default();
     event.record(&mut fields);
-    hclog_object(
+    hclog_json(
         hclog_level(meta.level()),
-        &fields.message.unwrap_or_default(),
+        fields.message.as_deref().unwrap_or(""),
         meta.target(),
         now,
-        fields.fields,
+        &fields.members,
     )
-    .to_string()
 }
 
-/// An hclog JSON object: the `@` keys, then `fields` (any of theirs starting with `@` dropped).
-fn hclog_object(
+/// An hclog JSON object: the `@` keys, then `members` (`,"name":value...`, JSON already).
+fn hclog_json(
     level: &str,
     message: &str,
     module: &str,
     now: &chrono::DateTime<Utc>,
-    fields: Map<String, Value>,
-) -> Value {
-    let mut obj = Map::new();
-    obj.insert("@level".into(), Value::from(level));
+    members: &[u8],
+) -> String {
+    let mut line = Vec::with_capacity(160 + members.len());
+    line.extend_from_slice(b"{\"@level\":");
+    push_json(&mut line, level);
     // go-plugin's host type-asserts @message to a string: always send one.
-    obj.insert("@message".into(), Value::from(message));
-    obj.insert(
-        "@timestamp".into(),
-        Value::from(now.to_rfc3339_opts(SecondsFormat::Micros, true)),
-    );
-    obj.insert("@module".into(), Value::from(module));
-    for (k, v) in fields {
-        if !k.starts_with('@') {
-            obj.insert(k, v);
-        }
-    }
-    Value::Object(obj)
+    line.extend_from_slice(b",\"@message\":");
+    push_json(&mut line, message);
+    line.extend_from_slice(b",\"@timestamp\":\"");
+    line.extend_from_slice(now.to_rfc3339_opts(SecondsFormat::Micros, true).as_bytes());
+    line.extend_from_slice(b"\",\"@module\":");
+    push_json(&mut line, module);
+    line.extend_from_slice(members);
+    line.push(b'}');
+    // Only JSON-escaped strings and ASCII went in.
+    String::from_utf8(line).unwrap_or_default()
+}
+
+/// Appends `value` as JSON.
+fn push_json<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
+    // Writing to a Vec cannot fail, and these values always serialize.
+    let _ = serde_json::to_writer(out, value);
 }
 
 #[derive(Default)]
 struct JsonFields {
     message: Option<String>,
-    fields: Map<String, Value>,
+    /// `,"name":value` for every field but the message, JSON already.
+    members: Vec<u8>,
 }
 
 impl JsonFields {
-    fn put(&mut self, field: &Field, v: Value) {
-        if field.name() == "message" {
-            self.message = Some(match v {
-                Value::String(s) => s,
-                other => other.to_string(),
-            });
-        } else {
-            self.fields.insert(field.name().to_string(), v);
+    fn put<T: serde::Serialize + ?Sized>(&mut self, field: &Field, value: &T) {
+        let name = field.name();
+        if name.starts_with('@') {
+            return;
         }
+        self.members.push(b',');
+        push_json(&mut self.members, name);
+        self.members.push(b':');
+        push_json(&mut self.members, value);
     }
 }
 
 impl Visit for JsonFields {
     fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
-        self.put(field, Value::from(format!("{value:?}")));
+        let text = format!("{value:?}");
+        if field.name() == "message" {
+            self.message = Some(text);
+        } else {
+            self.put(field, text.as_str());
+        }
     }
     fn record_str(&mut self, field: &Field, value: &str) {
-        self.put(field, Value::from(value));
+        if field.name() == "message" {
+            self.message = Some(value.to_string());
+        } else {
+            self.put(field, value);
+        }
     }
     fn record_i64(&mut self, field: &Field, value: i64) {
-        self.put(field, Value::from(value));
+        self.put(field, &value);
     }
     fn record_u64(&mut self, field: &Field, value: u64) {
-        self.put(field, Value::from(value));
+        self.put(field, &value);
     }
     fn record_f64(&mut self, field: &Field, value: f64) {
-        self.put(
-            field,
-            serde_json::Number::from_f64(value).map_or(Value::Null, Value::Number),
-        );
+        // serde_json writes NaN and the infinities as null.
+        self.put(field, &value);
     }
     fn record_bool(&mut self, field: &Field, value: bool) {
-        self.put(field, Value::from(value));
+        self.put(field, &value);
     }
     fn record_error(&mut self, field: &Field, value: &(dyn std::error::Error + 'static)) {
-        self.put(field, Value::from(value.to_string()));
+        self.put(field, value.to_string().as_str());
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
     use std::io::Write;
     use std::sync::{Arc, Mutex};
 
@@ -249,10 +287,15 @@ mod tests {
                 "query \"failed\"\nretrying"
             );
             tracing::trace!("filtered out");
+            tracing::info!(ratio = f64::NAN, ok = true, "with odd values");
         });
         let out = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
         let lines: Vec<&str> = out.lines().collect();
-        assert_eq!(lines.len(), 1, "{out}");
+        assert_eq!(lines.len(), 2, "{out}");
+        let odd: Value = serde_json::from_str(lines[1]).unwrap();
+        assert_eq!(odd["ratio"], Value::Null, "NaN is not JSON");
+        assert_eq!(odd["ok"], true);
+        assert_eq!(odd["@message"], "with odd values");
         let v: Value = serde_json::from_str(lines[0]).unwrap();
         assert_eq!(v["@level"], "warn");
         assert_eq!(v["@message"], "query \"failed\"\nretrying");

@@ -15,7 +15,6 @@
 //! # let _ = reason; Ok(()) }
 //! ```
 
-use std::future::Future;
 use std::io;
 use std::sync::Arc;
 
@@ -84,17 +83,13 @@ impl Shutdown {
     }
 
     /// Waits for the shutdown; returns its reason (e.g. `"SIGTERM"`). The future owns the
-    /// handle, so it can be handed to a server as `impl Future + Send + 'static`.
-    // Not an `async fn`: the signature states the `Send + 'static` that servers rely on.
-    #[allow(clippy::manual_async_fn)]
-    pub(crate) fn wait(mut self) -> impl Future<Output = &'static str> + Send + 'static {
-        async move {
-            let reason = self.rx.wait_for(Option::is_some).await.map(|r| *r);
-            match reason {
-                Ok(Some(reason)) => reason,
-                // The trigger is gone without firing: nothing will ever end the wait.
-                _ => std::future::pending().await,
-            }
+    /// handle (and is `Send + 'static`), so it can be handed to a server as its stop future.
+    pub(crate) async fn wait(mut self) -> &'static str {
+        let reason = self.rx.wait_for(Option::is_some).await.map(|r| *r);
+        match reason {
+            Ok(Some(reason)) => reason,
+            // The trigger is gone without firing: nothing will ever end the wait.
+            _ => std::future::pending().await,
         }
     }
 }

@@ -3,7 +3,9 @@
 mod backtest;
 mod backtest_plot;
 mod backtest_releases;
+mod dashboard;
 mod dry_run;
+mod fleet;
 mod output;
 mod plugin_mode;
 mod rules;
@@ -65,8 +67,12 @@ pub enum Command {
     Backtest(BacktestArgs),
     /// Serve Flagger webhooks and Argo's web provider over HTTP (see docs/serve.md).
     Serve(ServeArgs),
-    /// Print a PrometheusRule with the alerts of every fleet metric of an AnalysisTemplate.
+    /// Print PrometheusRules (recording rules and alerts) for every metric of an AnalysisTemplate (see docs/rules.md).
     Rules(rules::RulesArgs),
+    /// Fleet promotion from a terminal: `plan` (cohorts and targets) and `versions` (the matrix).
+    Fleet(fleet::FleetArgs),
+    /// Print a Grafana dashboard (JSON) of every metric of an AnalysisTemplate (see docs/rules.md).
+    Dashboard(dashboard::DashboardArgs),
 }
 
 /// Entry point of the binary: parses arguments, runs the command, returns its exit code.
@@ -97,5 +103,7 @@ pub fn main() -> ExitCode {
         Command::Backtest(args) => ExitCode::from(backtest::run(args)),
         Command::Serve(args) => ExitCode::from(serve::run(args, &cli.log_level)),
         Command::Rules(args) => ExitCode::from(rules::run(args)),
+        Command::Fleet(args) => ExitCode::from(fleet::run(args)),
+        Command::Dashboard(args) => ExitCode::from(dashboard::run(args)),
     }
 }

@@ -1,13 +1,17 @@
-//! `rollgate rules`: print a PrometheusRule for every fleet metric of an AnalysisTemplate.
+//! `rollgate rules`: print a PrometheusRule for every metric of an AnalysisTemplate.
 //!
-//! The rules are built by the engine (`Engine::fleet_prometheus_rule`), from the same PromQL
-//! as the gate; this command only reads the template and prints.
+//! The rules are built by the engine (`Engine::metric_rules`, `Engine::fleet_prometheus_rule`),
+//! from the same spec as the gate; this command only reads the template, prints, and says on
+//! stderr (and in YAML comments) what could not be translated.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::Args;
 
+use crate::engine::rules::{MetricOutput, RuleOptions};
 use crate::engine::{Engine, RulePlacement};
+use crate::spec::duration::parse_duration;
 use crate::spec::{MetricKind, Provider, Template};
 
 use super::exit;
@@ -23,7 +27,7 @@ pub struct RulesArgs {
     #[arg(long = "arg", value_name = "NAME=VALUE", value_parser = parse_arg)]
     pub args: Vec<(String, String)>,
 
-    /// Only the fleet metric with this name.
+    /// Only the metric with this name.
     #[arg(long, value_name = "NAME")]
     pub metric: Option<String>,
 
@@ -35,6 +39,23 @@ pub struct RulesArgs {
     /// picks the rule up (kube-prometheus-stack: `--label release=<its release>`; repeatable).
     #[arg(long = "label", value_name = "KEY=VALUE", value_parser = parse_label)]
     pub labels: Vec<(String, String)>,
+
+    /// `interval` of every rule group (e.g. `30s`); without it Prometheus'
+    /// `evaluation_interval` applies. Use the metric's Argo `interval` for alerts that look
+    /// when the gate looks.
+    #[arg(long = "group-interval", value_name = "DURATION", value_parser = parse_interval)]
+    pub group_interval: Option<Duration>,
+}
+
+/// A rule group interval: a positive duration like `30s` or `1m`.
+fn parse_interval(s: &str) -> Result<Duration, String> {
+    match parse_duration(s) {
+        Ok(d) if d.as_millis() >= 1 => Ok(d),
+        Ok(_) => Err(format!("expected a duration above zero, got {s:?}")),
+        Err(e) => Err(format!(
+            "expected a duration like 30s or 1m, got {s:?}: {e}"
+        )),
+    }
 }
 
 /// A Kubernetes namespace name (RFC 1123 label: at most 63 of `a-z0-9-`, alphanumeric ends).
@@ -95,18 +116,23 @@ fn parse_label(s: &str) -> Result<(String, String), String> {
     Ok((key.to_string(), value.to_string()))
 }
 
-fn parse_arg(s: &str) -> Result<(String, String), String> {
+/// A template argument `NAME=VALUE`.
+pub(super) fn parse_arg(s: &str) -> Result<(String, String), String> {
     match s.split_once('=') {
         Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
         _ => Err(format!("expected NAME=VALUE, got {s:?}")),
     }
 }
 
-/// Prints the rules (YAML documents separated by `---`) and returns the exit code: 0 when
-/// printed, 3 when the template cannot be read or has no fleet metric.
+/// Prints the rules (YAML documents separated by `---`; what was not translated as comments,
+/// and on stderr) and returns the exit code: 0 when printed, 3 when the template cannot be
+/// read or no metric gives a rule.
 pub(crate) fn run(args: RulesArgs) -> u8 {
     match render(&args) {
-        Ok(text) => {
+        Ok((text, notes)) => {
+            for note in &notes {
+                eprintln!("rollgate rules: {note}");
+            }
             super::stdout::print(format_args!("{text}"));
             exit::SUCCESSFUL
         }
@@ -117,17 +143,23 @@ pub(crate) fn run(args: RulesArgs) -> u8 {
     }
 }
 
-/// The YAML text `run` prints.
-pub(crate) fn render(args: &RulesArgs) -> Result<String, String> {
+/// The YAML text `run` prints, and the notes on what was not translated (also in the text).
+pub(crate) fn render(args: &RulesArgs) -> Result<(String, Vec<String>), String> {
     let text = std::fs::read_to_string(&args.file)
         .map_err(|e| format!("cannot read {}: {e}", args.file.display()))?;
     let source = args.file.display().to_string();
     let templates = Template::parse_all(&text, &source).map_err(|e| format!("{source}: {e}"))?;
-    let placement = RulePlacement {
-        namespace: args.namespace.clone(),
-        labels: args.labels.clone(),
+    let options = RuleOptions {
+        placement: RulePlacement {
+            namespace: args.namespace.clone(),
+            labels: args.labels.clone(),
+        },
+        group_interval: args.group_interval,
     };
-    let mut docs = Vec::new();
+    let mut out = String::new();
+    let mut notes = Vec::new();
+    let mut printed = 0;
+    let mut seen = 0;
     for template in &templates {
         let metrics = template
             .metrics(&args.args)
@@ -136,29 +168,53 @@ pub(crate) fn render(args: &RulesArgs) -> Result<String, String> {
             if args.metric.as_deref().is_some_and(|want| want != m.name) {
                 continue;
             }
-            if let Provider::Rollgate(spec) = &m.provider {
-                if let MetricKind::Fleet(fleet) = &spec.kind {
-                    docs.push(Engine::fleet_prometheus_rule(
-                        &template.name,
-                        &m.name,
-                        fleet,
-                        &placement,
-                    )?);
+            seen += 1;
+            let mut note = |text: &str| {
+                let line = format!("{}/{}: {text}", template.name, m.name);
+                out.push_str(&format!("# {}\n", line.replace('\n', " ")));
+                notes.push(line);
+            };
+            let doc = match Engine::metric_rules(&template.name, &m) {
+                MetricOutput::Skipped(why) => {
+                    note(&format!("no rules: {why}"));
+                    continue;
                 }
-            }
+                MetricOutput::Rules(rules) => {
+                    for n in &rules.notes {
+                        note(n);
+                    }
+                    Engine::metric_prometheus_rule(&rules, &options)?
+                }
+                MetricOutput::Fleet => match &m.provider {
+                    Provider::Rollgate(spec) => match &spec.kind {
+                        MetricKind::Fleet(fleet) => Engine::fleet_rule_with_options(
+                            &template.name,
+                            &m.name,
+                            fleet,
+                            &options,
+                        )?,
+                        _ => continue,
+                    },
+                    _ => continue,
+                },
+            };
+            out.push_str("---\n");
+            out.push_str(&doc);
+            printed += 1;
         }
     }
-    if docs.is_empty() {
-        return Err(match &args.metric {
-            Some(name) => format!("{source}: no fleet metric named {name:?}"),
-            None => format!(
-                "{source}: no fleet metric (rules are made for metrics with a fleet: block)"
+    if printed == 0 {
+        return Err(match (&args.metric, seen) {
+            (Some(name), 0) => format!("{source}: no metric named {name:?}"),
+            _ => format!(
+                "{source}: no metric gives rules ({})",
+                if notes.is_empty() {
+                    "the template has no metrics".to_string()
+                } else {
+                    notes.join("; ")
+                }
             ),
         });
     }
-    Ok(docs
-        .iter()
-        .map(|d| format!("---\n{d}"))
-        .collect::<Vec<_>>()
-        .join(""))
+    Ok((out, notes))
 }

@@ -13,7 +13,7 @@ use crate::grpc::remote::{Authenticate, RemoteOptions, TlsSource};
 use crate::prometheus::{Backend, Client, Replay};
 use crate::serve::auth::Auth;
 use crate::serve::tls::TlsFiles;
-use crate::serve::{ServeConfig, Server, Settings};
+use crate::serve::{Credentials, ServeConfig, Server, Settings};
 use crate::spec::check_address;
 use crate::spec::duration::parse_duration;
 
@@ -128,10 +128,9 @@ fn log_filter(level: &str) -> String {
 /// 1 when it could not start).
 pub(crate) fn run(args: ServeArgs, log_level: &str) -> u8 {
     let filter = log_filter(log_level);
-    match args.log_format {
-        LogFormat::Json => crate::logging::init_plugin_logging(&filter),
-        LogFormat::Text => crate::logging::init_cli_logging(&filter),
-    }
+    // Held until the server has stopped: dropping it writes out the queued lines.
+    let _log_writer =
+        crate::logging::init_serve_logging(&filter, args.log_format == LogFormat::Json);
     match execute(args) {
         Ok(()) => 0,
         Err(message) => {
@@ -166,15 +165,6 @@ fn execute(args: ServeArgs) -> Result<(), String> {
         (Some(cert), Some(key)) => Some(TlsFiles { cert, key }),
         _ => None,
     };
-    let grpc = match args.grpc_listen {
-        Some(addr) => Some(grpc_remote(
-            addr,
-            Engine::new(backend.clone(), addresses.clone()),
-            tls.as_ref(),
-            args.auth_token_file.as_deref(),
-        )?),
-        None => None,
-    };
     let config = ServeConfig {
         listen: args.listen,
         templates_dir: args.templates,
@@ -182,7 +172,7 @@ fn execute(args: ServeArgs) -> Result<(), String> {
         auth_token_file: args.auth_token_file,
         shutdown_grace: args.shutdown_grace,
         reload_interval: args.reload_interval,
-        engine: Engine::new(backend, addresses),
+        engine: Engine::new(backend.clone(), addresses.clone()),
         settings: Settings {
             deadline: args.deadline,
             request_timeout: args.request_timeout,
@@ -197,51 +187,52 @@ fn execute(args: ServeArgs) -> Result<(), String> {
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     runtime.block_on(async {
         let server = Server::bind(config).await.map_err(|e| e.to_string())?;
-        if let Some((addr, engine, options)) = grpc {
+        // One shutdown signal for both listeners.
+        let shutdown = crate::shutdown::on_signals(crate::shutdown::Signals::TermAndInt)
+            .map_err(|e| format!("cannot install signal handlers: {e}"))?;
+        if let Some(addr) = args.grpc_listen {
             let listener = tokio::net::TcpListener::bind(addr)
                 .await
                 .map_err(|e| format!("cannot listen for gRPC on {addr}: {e}"))?;
-            let shutdown = crate::shutdown::on_signals(crate::shutdown::Signals::TermAndInt)
-                .map_err(|e| format!("cannot install signal handlers: {e}"))?;
+            let engine =
+                Engine::new(backend, addresses).with_query_observer(server.query_observer());
+            let options = grpc_options(server.credentials(), args.shutdown_grace);
             tracing::info!(addr = %addr, "gRPC listening");
+            let stop = shutdown.clone();
             tokio::spawn(crate::grpc::remote::serve_remote(
                 listener,
-                engine,
+                Arc::new(engine),
                 options,
                 async move {
-                    shutdown.wait().await;
+                    stop.wait().await;
                 },
             ));
         }
-        server.run().await.map_err(|e| e.to_string())
+        server.run(shutdown.wait()).await.map_err(|e| e.to_string())
     })?;
     // Connections still open after the grace period are closed with the runtime.
     runtime.shutdown_timeout(Duration::from_millis(100));
     Ok(())
 }
 
-/// The gRPC side of `serve`: its own engine on the same backend, the HTTP side's TLS files and
-/// bearer token.
-fn grpc_remote(
-    addr: SocketAddr,
-    engine: Engine,
-    tls: Option<&TlsFiles>,
-    token_file: Option<&std::path::Path>,
-) -> Result<(SocketAddr, Arc<Engine>, RemoteOptions), String> {
-    let mut options = RemoteOptions::default();
-    if let Some(files) = tls {
-        let acceptor = crate::serve::tls::acceptor(files).map_err(|e| e.to_string())?;
-        options.tls = Some(TlsSource::Fixed(acceptor));
+/// The gRPC side of `serve`: the HTTP side's certificate and token, followed through every
+/// reload (the acceptor is asked for on each connection, the token on each call).
+fn grpc_options(credentials: Credentials, shutdown_grace: Duration) -> RemoteOptions {
+    let mut options = RemoteOptions {
+        shutdown_grace,
+        ..RemoteOptions::default()
+    };
+    if let Some(tls) = credentials.tls() {
+        options.tls = Some(TlsSource::Reloading(Arc::new(move || tls.get())));
     }
-    if let Some(path) = token_file {
-        let auth = Auth::from_file(path).map_err(|e| e.to_string())?;
-        options.auth = Some(Arc::new(GrpcAuth(auth)));
+    if credentials.auth().enabled() {
+        options.auth = Some(Arc::new(GrpcAuth(credentials.auth().clone())));
     }
-    Ok((addr, Arc::new(engine), options))
+    options
 }
 
 /// The HTTP side's bearer token, checked on gRPC metadata.
-struct GrpcAuth(Auth);
+struct GrpcAuth(Arc<Auth>);
 
 impl Authenticate for GrpcAuth {
     fn authenticate(&self, authorization: Option<&[u8]>) -> Result<(), String> {

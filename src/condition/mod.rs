@@ -26,6 +26,7 @@ mod functions;
 mod go_float;
 mod lexer;
 mod parser;
+mod promql;
 mod regex;
 mod value;
 
@@ -33,6 +34,7 @@ use std::fmt;
 
 pub use error::{ConditionError, Position};
 pub use go_float::parse_go_float;
+pub use promql::{Filter, Untranslatable};
 pub use value::Value;
 
 use crate::measurement::Phase;

@@ -26,7 +26,7 @@ impl Engine {
             (cx.metric, cx.no_data, cx.config, cx.opts, cx.started_at);
         let mut out = Outcome::new();
         describe(spec, &mut out.metadata);
-        let look = look(metric, opts, started_at).with_design(spec.design);
+        let look = look(metric, opts, opts.at.unwrap_or(started_at)).with_design(spec.design);
         out.metadata.insert("check".into(), look_text(look));
         let basis = if opts.checks_done.is_some() {
             "the run's recorded measurements"
@@ -171,6 +171,22 @@ impl Engine {
                     Ok(Ok(o)) => judge(out, metric, o.verdict, &o, o.message("value")),
                 }
             }
+            CompareForm::Histogram {
+                canary,
+                stable,
+                threshold,
+                margin,
+                min_requests,
+            } => {
+                let form = super::compare_histogram::HistogramQueries {
+                    canary,
+                    stable,
+                    threshold: *threshold,
+                    margin: *margin,
+                    min_requests: *min_requests,
+                };
+                self.measure_histogram(out, cx, spec, form, look).await
+            }
         }
     }
 
@@ -246,7 +262,7 @@ fn count(v: f64) -> u64 {
 
 /// Maps the statistical verdict to a phase; the metric's conditions, evaluated on the JSON
 /// value, override it ([`verdict::built_in_unless_conditions`]).
-fn judge<T: serde::Serialize>(
+pub(super) fn judge<T: serde::Serialize>(
     mut out: Outcome,
     metric: &Metric,
     verdict: Verdict,
@@ -342,6 +358,20 @@ pub(super) fn describe(spec: &CompareSpec, meta: &mut BTreeMap<String, String>) 
                     crate::spec::duration::format_duration(*step)
                 ),
             );
+        }
+        CompareForm::Histogram {
+            canary,
+            stable,
+            threshold,
+            min_requests,
+            ..
+        } => {
+            meta.insert("compare.histogram.canary".into(), canary.clone());
+            meta.insert("compare.histogram.stable".into(), stable.clone());
+            meta.insert("compare.minRequests".into(), min_requests.to_string());
+            if let Some(t) = threshold {
+                meta.insert("compare.threshold".into(), t.to_string());
+            }
         }
     }
 }

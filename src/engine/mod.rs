@@ -25,11 +25,14 @@
 mod call;
 pub(crate) mod combine;
 mod compare;
+mod compare_histogram;
+pub(crate) mod dashboard;
 mod fleet;
 mod guard;
 mod no_data;
 mod query;
 pub(crate) mod result;
+pub mod rules;
 pub(crate) mod run;
 pub(crate) mod runs;
 mod verdict;
@@ -46,7 +49,7 @@ use crate::prometheus::{Backend, PrometheusConfig, PrometheusError, QueryRequest
 use crate::spec::{Metric, MetricKind, NoDataPolicy, OnInsufficient, Provider};
 
 pub use call::{Call, CallError, Deadline, Expiry, Position, Trust};
-pub use fleet::RulePlacement;
+pub use fleet::{FleetPlan, RulePlacement};
 
 /// The environment variable that names a Prometheus address when a spec gives none.
 pub const ADDRESS_ENV: &str = "ROLLGATE_PROMETHEUS_ADDRESS";

@@ -63,17 +63,21 @@ impl Authenticate for BearerToken {
     }
 }
 
-/// Where TLS settings come from.
+/// Where TLS settings come from: fixed, or asked for on every connection (to follow a
+/// certificate reloaded on SIGHUP).
 #[derive(Clone)]
 pub enum TlsSource {
     /// The same acceptor for every connection.
     Fixed(TlsAcceptor),
+    /// Called for every new connection.
+    Reloading(Arc<dyn Fn() -> TlsAcceptor + Send + Sync>),
 }
 
 impl TlsSource {
     fn acceptor(&self) -> TlsAcceptor {
         match self {
             TlsSource::Fixed(a) => a.clone(),
+            TlsSource::Reloading(get) => get(),
         }
     }
 }
@@ -82,6 +86,7 @@ impl fmt::Debug for TlsSource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             TlsSource::Fixed(_) => "TlsSource::Fixed",
+            TlsSource::Reloading(_) => "TlsSource::Reloading",
         })
     }
 }

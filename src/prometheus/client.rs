@@ -81,8 +81,7 @@ impl Client {
         observe: impl FnOnce(u16, &[u8]),
     ) -> Result<QueryResponse, PrometheusError> {
         let origin = Origin::address(&cfg.address);
-        let prepared = prepare(cfg, req)?;
-        let http = self.http_client(cfg)?;
+        let (prepared, http) = self.prepare_off_runtime(cfg, req).await?;
         let result = match self
             .exchange(&http, cfg, req, &prepared, &origin, deadline)
             .await
@@ -94,6 +93,33 @@ impl Client {
             Err(e) => Err(e),
         };
         result.map_err(|e| scrub(e, &prepared.secrets))
+    }
+
+    /// Reads the secret and CA files named by `cfg` (on every query, so that a rotated token
+    /// or CA is used by the next one) and picks the pooled client. The files are read on the
+    /// blocking pool: a slow or stuck file system (a network volume, a FIFO) must not hold an
+    /// async worker that serves other requests. Without files, no thread hop.
+    async fn prepare_off_runtime(
+        &self,
+        cfg: &PrometheusConfig,
+        req: &QueryRequest,
+    ) -> Result<(Prepared, reqwest::Client), PrometheusError> {
+        let ready = |client: &Client, cfg: &PrometheusConfig, req: &QueryRequest| {
+            Ok((prepare(cfg, req)?, client.http_client(cfg)?))
+        };
+        let names_files =
+            cfg.bearer_token_file.is_some() || cfg.basic_auth.is_some() || cfg.ca_file.is_some();
+        if !names_files {
+            return ready(self, cfg, req);
+        }
+        let (client, cfg, req) = (self.clone(), cfg.clone(), req.clone());
+        tokio::task::spawn_blocking(move || ready(&client, &cfg, &req))
+            .await
+            .unwrap_or_else(|e| {
+                Err(PrometheusError::Config(format!(
+                    "reading the secret files failed: {e}"
+                )))
+            })
     }
 
     /// The retry loop; returns the last HTTP answer, whatever its status.
@@ -590,6 +616,39 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "Prometheus answered HTTP 401: bad token <redacted> for you"
+        );
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn secret_files_are_read_off_the_async_workers() {
+        // A FIFO blocks its reader until a writer opens it, here after one second: a read on
+        // the runtime's only thread would stop every other task for that second.
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("token");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let writing = fifo.clone();
+        let writer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_secs(1));
+            std::fs::write(writing, "tok\n").unwrap();
+        });
+        let mut c = cfg("http://127.0.0.1:9");
+        c.retries = 0;
+        c.bearer_token_file = Some(fifo);
+        let query = tokio::spawn(async move { Client::new().query(&c, &instant(), None).await });
+        let started = std::time::Instant::now();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let waited = started.elapsed();
+        // The token was read once the writer came; the closed port then refuses.
+        let e = query.await.unwrap().unwrap_err();
+        assert!(matches!(e, PrometheusError::Connect { .. }), "{e:?}");
+        writer.join().unwrap();
+        assert!(
+            waited < Duration::from_millis(500),
+            "the runtime was blocked for {waited:?} by a file read"
         );
     }
 

@@ -1,18 +1,21 @@
-//! Operations: `/healthz`, `/readyz`, and `/metrics` in the Prometheus text exposition format.
+//! Operations: `/healthz`, `/readyz`, and `/metrics` in the OpenMetrics text format.
 //!
-//! The registry is written by hand rather than with a metrics crate: a handful of counters and
-//! histograms with small, fixed label sets, exposed in the plain text format (version 0.0.4),
-//! is less code than adapting a general registry, and adds no dependency to a static binary.
+//! The registry is the `prometheus-client` crate's (the Prometheus project's Rust client):
+//! its families and histograms are lock-light per update, and its encoder writes valid
+//! exposition text, so the escaping and the format are not ours to get right.
 
-use std::collections::BTreeMap;
-use std::fmt::Write as _;
-use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
 
 use super::AppState;
 use crate::measurement::Phase;
@@ -26,48 +29,155 @@ const BUCKETS: [f64; 12] = [
 /// How long `/readyz` waits for Prometheus when asked to check it.
 const READY_PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// A latency histogram with the fixed buckets.
-#[derive(Debug, Clone, Default)]
-struct Histogram {
-    counts: [u64; BUCKETS.len()],
-    sum: f64,
-    count: u64,
+/// The content type of the exposition.
+const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct RequestLabels {
+    endpoint: &'static str,
+    status: u16,
 }
 
-impl Histogram {
-    fn observe(&mut self, seconds: f64) {
-        for (bound, count) in BUCKETS.iter().zip(self.counts.iter_mut()) {
-            if seconds <= *bound {
-                *count += 1;
-            }
-        }
-        self.sum += seconds;
-        self.count += 1;
-    }
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct VerdictLabels {
+    surface: &'static str,
+    phase: &'static str,
 }
 
-#[derive(Debug, Default)]
-struct Inner {
-    /// (endpoint, status) → latency.
-    requests: BTreeMap<(&'static str, u16), Histogram>,
-    /// (surface, phase) → answered verdicts.
-    verdicts: BTreeMap<(&'static str, Phase), u64>,
-    /// (metric kind, phase) → measurements.
-    measurements: BTreeMap<(&'static str, Phase), u64>,
-    /// metric kind → measurement latency.
-    measurement_latency: BTreeMap<&'static str, Histogram>,
-    /// "ok" / "error" → template reloads.
-    reloads: BTreeMap<&'static str, u64>,
-    /// (query kind, outcome) → Prometheus query latency (fed by [`Metrics::observe_query`]).
-    queries: BTreeMap<(&'static str, &'static str), Histogram>,
-    templates_loaded: u64,
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct KindPhaseLabels {
+    kind: &'static str,
+    phase: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct KindLabels {
+    kind: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct QueryLabels {
+    kind: &'static str,
+    outcome: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct ResultLabels {
+    result: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct VersionLabels {
+    version: &'static str,
+}
+
+type Histograms<L> = Family<L, Histogram, fn() -> Histogram>;
+
+fn histogram() -> Histogram {
+    Histogram::new(BUCKETS)
+}
+
+fn histograms<L: Clone + std::hash::Hash + Eq>() -> Histograms<L> {
+    Family::new_with_constructor(histogram)
 }
 
 /// The server's metrics. Cheap to update from every request.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Metrics {
-    inner: Mutex<Inner>,
-    in_flight: AtomicI64,
+    registry: Registry,
+    requests: Family<RequestLabels, Counter>,
+    request_latency: Histograms<RequestLabels>,
+    in_flight: Gauge,
+    verdicts: Family<VerdictLabels, Counter>,
+    measurements: Family<KindPhaseLabels, Counter>,
+    measurement_latency: Histograms<KindLabels>,
+    queries: Family<QueryLabels, Counter>,
+    query_latency: Histograms<QueryLabels>,
+    templates_loaded: Gauge,
+    reloads: Family<ResultLabels, Counter>,
+}
+
+impl Default for Metrics {
+    fn default() -> Metrics {
+        let m = Metrics {
+            registry: Registry::default(),
+            requests: Family::default(),
+            request_latency: histograms(),
+            in_flight: Gauge::default(),
+            verdicts: Family::default(),
+            measurements: Family::default(),
+            measurement_latency: histograms(),
+            queries: Family::default(),
+            query_latency: histograms(),
+            templates_loaded: Gauge::default(),
+            reloads: Family::default(),
+        };
+        let build_info = Family::<VersionLabels, Gauge>::default();
+        build_info
+            .get_or_create(&VersionLabels {
+                version: env!("CARGO_PKG_VERSION"),
+            })
+            .set(1);
+        // Both results show from the start, as 0, so that a rate() of errors has a series.
+        for result in ["ok", "error"] {
+            let _ = m.reloads.get_or_create(&ResultLabels { result });
+        }
+        let mut registry = Registry::default();
+        // Counters are registered without `_total`: the encoder adds it.
+        let r = &mut registry;
+        r.register("rollgate_build_info", "Build information", build_info);
+        r.register(
+            "rollgate_http_requests",
+            "HTTP requests answered, by endpoint and status code",
+            m.requests.clone(),
+        );
+        r.register(
+            "rollgate_http_request_duration_seconds",
+            "Time from the request's arrival to its answer, by endpoint and status code",
+            m.request_latency.clone(),
+        );
+        r.register(
+            "rollgate_http_requests_in_flight",
+            "HTTP requests being served",
+            m.in_flight.clone(),
+        );
+        r.register(
+            "rollgate_verdicts",
+            "Overall verdicts answered, by surface and phase",
+            m.verdicts.clone(),
+        );
+        r.register(
+            "rollgate_measurements",
+            "Metric measurements, by metric kind and phase",
+            m.measurements.clone(),
+        );
+        r.register(
+            "rollgate_measurement_duration_seconds",
+            "Time to measure one metric (its Prometheus queries included), by metric kind",
+            m.measurement_latency.clone(),
+        );
+        r.register(
+            "rollgate_prometheus_queries",
+            "Prometheus queries, by query kind and outcome (ok or the error's kind)",
+            m.queries.clone(),
+        );
+        r.register(
+            "rollgate_prometheus_query_duration_seconds",
+            "Prometheus query latency, retries included, by query kind and outcome",
+            m.query_latency.clone(),
+        );
+        r.register(
+            "rollgate_templates_loaded",
+            "Templates in use",
+            m.templates_loaded.clone(),
+        );
+        r.register(
+            "rollgate_template_reloads",
+            "Template reloads (SIGHUP), by result; a failed reload keeps the templates in use",
+            m.reloads.clone(),
+        );
+        Metrics { registry, ..m }
+    }
 }
 
 /// Decrements the in-flight gauge when the request ends, however it ends.
@@ -75,48 +185,45 @@ pub(crate) struct InFlight(Arc<AppState>);
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        self.0.metrics.in_flight.fetch_sub(1, Ordering::Relaxed);
+        self.0.metrics.in_flight.dec();
     }
 }
 
 impl Metrics {
-    fn with<T>(&self, f: impl FnOnce(&mut Inner) -> T) -> T {
-        match self.inner.lock() {
-            Ok(mut guard) => f(&mut guard),
-            Err(poisoned) => f(&mut poisoned.into_inner()),
-        }
-    }
-
     /// Counts a request as in flight until the guard is dropped.
     pub(crate) fn start_request(state: &Arc<AppState>) -> InFlight {
-        state.metrics.in_flight.fetch_add(1, Ordering::Relaxed);
+        state.metrics.in_flight.inc();
         InFlight(state.clone())
     }
 
     /// One finished HTTP request.
     pub(crate) fn observe_request(&self, endpoint: &'static str, status: u16, latency: Duration) {
-        self.with(|m| {
-            m.requests
-                .entry((endpoint, status))
-                .or_default()
-                .observe(latency.as_secs_f64())
-        });
+        let labels = RequestLabels { endpoint, status };
+        self.requests.get_or_create(&labels).inc();
+        self.request_latency
+            .get_or_create(&labels)
+            .observe(latency.as_secs_f64());
     }
 
     /// The overall verdict one surface answered.
     pub(crate) fn observe_verdict(&self, surface: &'static str, phase: Phase) {
-        self.with(|m| *m.verdicts.entry((surface, phase)).or_default() += 1);
+        let labels = VerdictLabels {
+            surface,
+            phase: phase.as_str(),
+        };
+        self.verdicts.get_or_create(&labels).inc();
     }
 
     /// One metric's measurement.
     pub(crate) fn observe_measurement(&self, kind: &'static str, phase: Phase, latency: Duration) {
-        self.with(|m| {
-            *m.measurements.entry((kind, phase)).or_default() += 1;
-            m.measurement_latency
-                .entry(kind)
-                .or_default()
-                .observe(latency.as_secs_f64());
-        });
+        let labels = KindPhaseLabels {
+            kind,
+            phase: phase.as_str(),
+        };
+        self.measurements.get_or_create(&labels).inc();
+        self.measurement_latency
+            .get_or_create(&KindLabels { kind })
+            .observe(latency.as_secs_f64());
     }
 
     /// One Prometheus query: its kind (`instant`, `range`), its outcome (`ok`, or the error's
@@ -129,206 +236,33 @@ impl Metrics {
         outcome: &'static str,
         latency: Duration,
     ) {
-        self.with(|m| {
-            m.queries
-                .entry((kind, outcome))
-                .or_default()
-                .observe(latency.as_secs_f64())
-        });
+        let labels = QueryLabels { kind, outcome };
+        self.queries.get_or_create(&labels).inc();
+        self.query_latency
+            .get_or_create(&labels)
+            .observe(latency.as_secs_f64());
     }
 
     /// A template (re)load and the number of templates now in use.
     pub(crate) fn observe_reload(&self, ok: bool, loaded: usize) {
-        self.with(|m| {
-            *m.reloads
-                .entry(if ok { "ok" } else { "error" })
-                .or_default() += 1;
-            m.templates_loaded = loaded as u64;
-        });
+        let result = if ok { "ok" } else { "error" };
+        self.reloads.get_or_create(&ResultLabels { result }).inc();
+        self.set_templates_loaded(loaded);
     }
 
     /// Sets the number of templates in use (at start-up).
     pub(crate) fn set_templates_loaded(&self, loaded: usize) {
-        self.with(|m| m.templates_loaded = loaded as u64);
+        self.templates_loaded
+            .set(i64::try_from(loaded).unwrap_or(i64::MAX));
     }
 
     /// The exposition text.
     pub(crate) fn render(&self) -> String {
-        let in_flight = self.in_flight.load(Ordering::Relaxed);
-        self.with(|m| {
-            let mut out = String::with_capacity(4096);
-            header_lines(
-                &mut out,
-                "rollgate_build_info",
-                "gauge",
-                "Build information.",
-            );
-            let _ = writeln!(
-                out,
-                "rollgate_build_info{{version=\"{}\"}} 1",
-                escape(env!("CARGO_PKG_VERSION"))
-            );
-
-            header_lines(
-                &mut out,
-                "rollgate_http_requests_total",
-                "counter",
-                "HTTP requests answered, by endpoint and status code.",
-            );
-            for ((endpoint, status), h) in &m.requests {
-                let _ = writeln!(
-                    out,
-                    "rollgate_http_requests_total{{endpoint=\"{}\",status=\"{status}\"}} {}",
-                    escape(endpoint),
-                    h.count
-                );
-            }
-            header_lines(
-                &mut out,
-                "rollgate_http_request_duration_seconds",
-                "histogram",
-                "Time from the request's arrival to its answer, by endpoint and status code.",
-            );
-            for ((endpoint, status), h) in &m.requests {
-                let labels = format!("endpoint=\"{}\",status=\"{status}\"", escape(endpoint));
-                histogram_lines(
-                    &mut out,
-                    "rollgate_http_request_duration_seconds",
-                    &labels,
-                    h,
-                );
-            }
-            header_lines(
-                &mut out,
-                "rollgate_http_requests_in_flight",
-                "gauge",
-                "HTTP requests being served.",
-            );
-            let _ = writeln!(out, "rollgate_http_requests_in_flight {in_flight}");
-
-            header_lines(
-                &mut out,
-                "rollgate_verdicts_total",
-                "counter",
-                "Overall verdicts answered, by surface and phase.",
-            );
-            for ((surface, phase), n) in &m.verdicts {
-                let _ = writeln!(
-                    out,
-                    "rollgate_verdicts_total{{surface=\"{surface}\",phase=\"{phase}\"}} {n}"
-                );
-            }
-            header_lines(
-                &mut out,
-                "rollgate_measurements_total",
-                "counter",
-                "Metric measurements, by metric kind and phase.",
-            );
-            for ((kind, phase), n) in &m.measurements {
-                let _ = writeln!(
-                    out,
-                    "rollgate_measurements_total{{kind=\"{}\",phase=\"{phase}\"}} {n}",
-                    escape(kind)
-                );
-            }
-            header_lines(
-                &mut out,
-                "rollgate_measurement_duration_seconds",
-                "histogram",
-                "Time to measure one metric (its Prometheus queries included), by metric kind.",
-            );
-            for (kind, h) in &m.measurement_latency {
-                let labels = format!("kind=\"{}\"", escape(kind));
-                histogram_lines(
-                    &mut out,
-                    "rollgate_measurement_duration_seconds",
-                    &labels,
-                    h,
-                );
-            }
-
-            header_lines(
-                &mut out,
-                "rollgate_prometheus_queries_total",
-                "counter",
-                "Prometheus queries, by query kind and outcome (ok or the error's kind).",
-            );
-            for ((kind, outcome), h) in &m.queries {
-                let _ = writeln!(
-                    out,
-                    "rollgate_prometheus_queries_total{{kind=\"{}\",outcome=\"{}\"}} {}",
-                    escape(kind),
-                    escape(outcome),
-                    h.count
-                );
-            }
-            header_lines(
-                &mut out,
-                "rollgate_prometheus_query_duration_seconds",
-                "histogram",
-                "Prometheus query latency, retries included, by query kind and outcome.",
-            );
-            for ((kind, outcome), h) in &m.queries {
-                let labels = format!("kind=\"{}\",outcome=\"{}\"", escape(kind), escape(outcome));
-                histogram_lines(
-                    &mut out,
-                    "rollgate_prometheus_query_duration_seconds",
-                    &labels,
-                    h,
-                );
-            }
-
-            header_lines(
-                &mut out,
-                "rollgate_templates_loaded",
-                "gauge",
-                "Templates in use.",
-            );
-            let _ = writeln!(out, "rollgate_templates_loaded {}", m.templates_loaded);
-            header_lines(
-                &mut out,
-                "rollgate_template_reloads_total",
-                "counter",
-                "Template reloads (SIGHUP), by result; a failed reload keeps the templates in use.",
-            );
-            for result in ["ok", "error"] {
-                let n = m.reloads.get(result).copied().unwrap_or(0);
-                let _ = writeln!(
-                    out,
-                    "rollgate_template_reloads_total{{result=\"{result}\"}} {n}"
-                );
-            }
-            out
-        })
+        let mut out = String::with_capacity(8192);
+        // Writing to a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
     }
-}
-
-fn header_lines(out: &mut String, name: &str, kind: &str, help: &str) {
-    let _ = writeln!(out, "# HELP {name} {help}");
-    let _ = writeln!(out, "# TYPE {name} {kind}");
-}
-
-fn histogram_lines(out: &mut String, name: &str, labels: &str, h: &Histogram) {
-    for (bound, count) in BUCKETS.iter().zip(h.counts.iter()) {
-        let _ = writeln!(out, "{name}_bucket{{{labels},le=\"{bound}\"}} {count}");
-    }
-    let _ = writeln!(out, "{name}_bucket{{{labels},le=\"+Inf\"}} {}", h.count);
-    let _ = writeln!(out, "{name}_sum{{{labels}}} {}", h.sum);
-    let _ = writeln!(out, "{name}_count{{{labels}}} {}", h.count);
-}
-
-/// Escapes a label value for the text format.
-fn escape(value: &str) -> String {
-    let mut out = String::with_capacity(value.len());
-    for c in value.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '"' => out.push_str("\\\""),
-            '\n' => out.push_str("\\n"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 /// `GET /healthz`: the process is up and serving.
@@ -377,10 +311,7 @@ pub(crate) async fn readyz(State(state): State<Arc<AppState>>) -> Response {
 /// `GET /metrics`: the Prometheus text exposition.
 pub(crate) async fn metrics(State(state): State<Arc<AppState>>) -> Response {
     (
-        [(
-            header::CONTENT_TYPE,
-            "text/plain; version=0.0.4; charset=utf-8",
-        )],
+        [(header::CONTENT_TYPE, CONTENT_TYPE)],
         state.metrics.render(),
     )
         .into_response()
@@ -392,16 +323,28 @@ mod tests {
 
     #[test]
     fn histogram_buckets_are_cumulative() {
-        let mut h = Histogram::default();
-        h.observe(0.003);
-        h.observe(0.2);
-        h.observe(30.0);
-        assert_eq!(h.count, 3);
-        assert_eq!(h.counts[0], 0); // <= 0.001
-        assert_eq!(h.counts[1], 1); // <= 0.005
-        assert_eq!(h.counts[6], 2); // <= 0.25
-        assert_eq!(h.counts[BUCKETS.len() - 1], 2); // 30 s is only in +Inf
-        assert!((h.sum - 30.203).abs() < 1e-9);
+        let m = Metrics::default();
+        for seconds in [0.003, 0.2, 30.0] {
+            m.observe_query("instant", "ok", Duration::from_secs_f64(seconds));
+        }
+        let text = m.render();
+        let series = |le: &str| {
+            let name = format!(
+                "rollgate_prometheus_query_duration_seconds_bucket{{le=\"{le}\",kind=\"instant\",outcome=\"ok\"}} "
+            );
+            text.lines()
+                .find_map(|l| l.strip_prefix(&name))
+                .unwrap_or_else(|| panic!("{name} in {text}"))
+                .to_string()
+        };
+        assert_eq!(series("0.001"), "0");
+        assert_eq!(series("0.005"), "1");
+        assert_eq!(series("0.25"), "2");
+        assert_eq!(series("10.0"), "2", "30 s is only in +Inf");
+        assert_eq!(series("+Inf"), "3");
+        assert!(text.contains(
+            "rollgate_prometheus_query_duration_seconds_sum{kind=\"instant\",outcome=\"ok\"} 30.203"
+        ));
     }
 
     #[test]
@@ -413,33 +356,30 @@ mod tests {
         m.observe_reload(false, 3);
         m.observe_query("instant", "timeout", Duration::from_secs(2));
         let text = m.render();
-        assert!(text
-            .contains("rollgate_prometheus_queries_total{kind=\"instant\",outcome=\"timeout\"} 1"));
-        assert!(text.contains(
-            "rollgate_http_requests_total{endpoint=\"/flagger/v1/check\",status=\"412\"} 1"
-        ));
-        assert!(text.contains(
-            "rollgate_http_request_duration_seconds_bucket{endpoint=\"/flagger/v1/check\",status=\"412\",le=\"0.01\"} 1"
-        ));
-        assert!(
-            text.contains("rollgate_verdicts_total{surface=\"flagger_check\",phase=\"Failed\"} 1")
-        );
-        assert!(text.contains("rollgate_measurements_total{kind=\"query\",phase=\"Failed\"} 1"));
-        assert!(text.contains("rollgate_template_reloads_total{result=\"error\"} 1"));
-        assert!(text.contains("rollgate_templates_loaded 3"));
+        for series in [
+            "rollgate_prometheus_queries_total{kind=\"instant\",outcome=\"timeout\"} 1",
+            "rollgate_http_requests_total{endpoint=\"/flagger/v1/check\",status=\"412\"} 1",
+            // The crate writes `le` first; Prometheus reads labels in any order.
+            "rollgate_http_request_duration_seconds_bucket{le=\"0.01\",endpoint=\"/flagger/v1/check\",status=\"412\"} 1",
+            "rollgate_verdicts_total{surface=\"flagger_check\",phase=\"Failed\"} 1",
+            "rollgate_measurements_total{kind=\"query\",phase=\"Failed\"} 1",
+            "rollgate_template_reloads_total{result=\"error\"} 1",
+            "rollgate_template_reloads_total{result=\"ok\"} 0",
+            "rollgate_templates_loaded 3",
+            "rollgate_http_requests_in_flight 0",
+            concat!("rollgate_build_info{version=\"", env!("CARGO_PKG_VERSION"), "\"} 1"),
+        ] {
+            assert!(text.lines().any(|l| l == series), "{series} in {text}");
+        }
+        assert_eq!(text.lines().last(), Some("# EOF"));
         for line in text.lines() {
             assert!(
-                line.starts_with("# HELP ") || line.starts_with("# TYPE ") || {
+                line.starts_with("# HELP ") || line.starts_with("# TYPE ") || line == "# EOF" || {
                     let (series, value) = line.rsplit_once(' ').unwrap();
                     value.parse::<f64>().is_ok() && series.starts_with("rollgate_")
                 },
                 "{line}"
             );
         }
-    }
-
-    #[test]
-    fn label_values_are_escaped() {
-        assert_eq!(escape("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
     }
 }

@@ -26,7 +26,7 @@ pub struct CompareSpec {
     pub design: Design,
 }
 
-/// The two forms of comparison.
+/// The forms of comparison.
 #[derive(Debug, Clone, PartialEq)]
 pub enum CompareForm {
     /// Counts of bad and of all events per side, over the same window.
@@ -58,6 +58,21 @@ pub enum CompareForm {
         /// accounts for their autocorrelation; `ignore`: independent samples.
         correct_autocorrelation: bool,
     },
+    /// Per-request latency from classic histogram buckets: one `sum by (le) (increase(...))`
+    /// vector per side over the same window.
+    Histogram {
+        /// The canary's bucket query.
+        canary: String,
+        /// The stable version's bucket query.
+        stable: String,
+        /// `Some(bound)`: the share of requests slower than this bucket bound, by an exact count
+        /// test; `None`: the rank test on all buckets.
+        threshold: Option<f64>,
+        /// Absolute tolerance on the share slower than `threshold`.
+        margin: f64,
+        /// Requests needed on each side before the comparison is trusted.
+        min_requests: u64,
+    },
 }
 
 /// The two count queries of one side in the ratio form.
@@ -78,14 +93,26 @@ impl CompareSpec {
     /// Reads and validates a `compare:` block at `path`.
     pub fn from_value(value: &Value, path: &str) -> Result<CompareSpec, SpecError> {
         let mut c = ObjectReader::new(path, value)?;
-        let canary = c.get("canary").ok_or_else(|| SpecError::Missing {
-            path: c.path_of("canary"),
-            hint: "{bad, total} count queries (ratio form) or one query (distribution form)".into(),
-        })?;
-        let distribution = canary.is_string();
+        let histogram = c.has("histogram");
+        if histogram {
+            if let Some(key) = ["canary", "stable"].into_iter().find(|&k| c.has(k)) {
+                return Err(SpecError::Invalid {
+                    path: c.path_of(key),
+                    expected: "no canary/stable beside histogram (the histogram form takes its queries as histogram.canary and histogram.stable)".into(),
+                    got: "both".into(),
+                });
+            }
+        }
+        let distribution = !histogram
+            && c.get("canary")
+                .ok_or_else(|| SpecError::Missing {
+                    path: c.path_of("canary"),
+                    hint: "{bad, total} count queries (ratio form) or one query (distribution form), or histogram: {canary, stable} (histogram form)".into(),
+                })?
+                .is_string();
         let max_increase = c
             .number("maxIncrease", 0.0, f64::MAX)?
-            .unwrap_or(if distribution { 0.1 } else { 0.2 });
+            .unwrap_or(if distribution || histogram { 0.1 } else { 0.2 });
         let confidence = c.number("confidence", 0.5, 0.9999)?.unwrap_or(0.95);
         let on_insufficient = read_on_insufficient(&mut c)?;
         let design = match c.string("windows")?.as_deref() {
@@ -99,7 +126,9 @@ impl CompareSpec {
                 ))
             }
         };
-        let form = if distribution {
+        let form = if histogram {
+            histogram_form(&mut c)?
+        } else if distribution {
             let canary = side_query(&mut c, "canary")?;
             let stable = side_query(&mut c, "stable")?;
             let window = c.duration("window")?.unwrap_or(Duration::from_secs(1800));
@@ -171,6 +200,37 @@ impl CompareSpec {
             design,
         })
     }
+}
+
+/// The histogram form's keys: `histogram: {canary, stable}`, `threshold`, `margin`,
+/// `minRequests`.
+fn histogram_form(c: &mut ObjectReader<'_>) -> Result<CompareForm, SpecError> {
+    let mut h = c.object("histogram")?.ok_or_else(|| SpecError::Missing {
+        path: c.path_of("histogram"),
+        hint: "{canary, stable}: one `sum by (le) (increase(..._bucket[W]))` query per side".into(),
+    })?;
+    let canary = side_query(&mut h, "canary")?;
+    let stable = side_query(&mut h, "stable")?;
+    h.finish()?;
+    let threshold = c.number("threshold", 0.0, f64::MAX)?;
+    let margin = c.number("margin", 0.0, 1.0)?.unwrap_or(0.0);
+    if margin > 0.0 && threshold.is_none() {
+        return Err(SpecError::Invalid {
+            path: c.path_of("margin"),
+            expected: "margin only with threshold (it is a tolerance on the share slower than the threshold)".into(),
+            got: margin.to_string(),
+        });
+    }
+    let min_requests = c
+        .integer("minRequests", 0, u64::MAX)?
+        .unwrap_or(DEFAULT_MIN_REQUESTS);
+    Ok(CompareForm::Histogram {
+        canary,
+        stable,
+        threshold,
+        margin,
+        min_requests,
+    })
 }
 
 fn side_query(c: &mut ObjectReader<'_>, key: &'static str) -> Result<String, SpecError> {

@@ -17,6 +17,10 @@ use super::error::SpecError;
 use super::promql::{check_promql, parse_promql};
 use super::reader::{invalid, ObjectReader};
 
+mod promotion;
+
+pub use promotion::{Cohort, CohortTargets, CompletionTier, Promotion};
+
 /// Default `maxStaleness`: a target without a sample this recent is silent.
 pub(crate) const DEFAULT_MAX_STALENESS: Duration = Duration::from_secs(15 * 60);
 /// Default `version.label`.
@@ -66,6 +70,8 @@ pub struct FleetSpec {
     pub completion_deadline: Option<Duration>,
     /// Targets excused until a date.
     pub exceptions: Vec<FleetException>,
+    /// Cohorts, held health, completion tiers (boxed, like `version`).
+    pub promotion: Box<Promotion>,
 }
 
 /// An instant-vector selector taken apart: metric name and label matchers.
@@ -129,6 +135,15 @@ pub struct VersionSpec {
     pub label: String,
     /// The expected version.
     pub expected: ExpectedVersion,
+    /// Older versions still allowed to run (`supported`: the support window); empty: none.
+    pub supported: Vec<ExpectedVersion>,
+}
+
+impl VersionSpec {
+    /// Whether `value` is the expected version or one the support window allows.
+    pub fn allows(&self, value: &str) -> bool {
+        self.expected.matches(value) || self.supported.iter().any(|s| s.matches(value))
+    }
 }
 
 /// `version.expected` or `version.expectedRegex`.
@@ -310,6 +325,7 @@ impl FleetSpec {
             None => pod_metric,
         };
         let expected_targets = read_expected_targets(&mut f)?;
+        let promotion = promotion::read_promotion(&mut f, &expected_targets)?;
         let max_staleness = f.duration("maxStaleness")?.unwrap_or(DEFAULT_MAX_STALENESS);
         if max_staleness < Duration::from_secs(1) {
             return Err(SpecError::Invalid {
@@ -354,6 +370,7 @@ impl FleetSpec {
             workloads,
             completion_deadline,
             exceptions,
+            promotion: Box::new(promotion),
         })
     }
 }
@@ -557,8 +574,13 @@ fn read_version(mut v: ObjectReader<'_>) -> Result<VersionSpec, SpecError> {
             })
         }
     };
+    let supported = promotion::read_supported(&mut v)?;
     v.finish()?;
-    Ok(VersionSpec { label, expected })
+    Ok(VersionSpec {
+        label,
+        expected,
+        supported,
+    })
 }
 
 fn first_line(s: &str) -> String {

@@ -19,12 +19,14 @@ pub use compare::{CompareForm, CompareSpec, RatioQueries};
 pub use error::SpecError;
 pub(crate) use fleet::{is_bare_digest, INIT_CONTAINER_INFO, POD_STATUS_PHASE};
 pub use fleet::{
-    ExpectedTargets, ExpectedVersion, FleetException, FleetSpec, InitContainers, LabelMatcher,
-    MatchKind, SeriesSelector, VersionRegex, VersionSpec,
+    Cohort, CohortTargets, CompletionTier, ExpectedTargets, ExpectedVersion, FleetException,
+    FleetSpec, InitContainers, LabelMatcher, MatchKind, Promotion, SeriesSelector, VersionRegex,
+    VersionSpec,
 };
 pub(crate) use metric::check_address;
 pub use metric::{Guard, MetricKind, MetricSpec, NoDataPolicy, OnInsufficient, QuerySpec};
 pub use promql::check_promql;
+pub(crate) use promql::parse_promql;
 pub(crate) use template::argo_count;
 pub use template::{Metric, Provider, RunLimits, Template};
 pub use yaml::parse_request_yaml;

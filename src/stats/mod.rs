@@ -5,6 +5,8 @@
 //!   tolerance's odds ratio; an exact unconditional test for an absolute margin).
 //! - [`compare_distributions`]: samples per side (the distribution form), judged as Kayenta's
 //!   judge does, by Mann-Whitney U and the Hodges-Lehmann shift interval plus an effect gate.
+//! - [`compare_histograms`]: per-request latency from histogram buckets (the histogram form),
+//!   judged by a rank test on the bucketed requests or an exact count above a bucket bound.
 //! - [`Look`] and [`look_alpha`]: the error-spending rule that keeps the false-failure rate of a
 //!   whole run of repeated checks at or below `1 - confidence`.
 //! - [`simulate`]: the seeded simulation that shows those rates.
@@ -13,11 +15,14 @@
 
 mod autocorrelation;
 mod binomial;
+mod buckets;
 mod distribution;
 mod error;
 mod fisher;
 mod format;
 mod group_sequential;
+mod histogram;
+mod histogram_simulation;
 mod hodges_lehmann;
 mod mann_whitney;
 mod normal;
@@ -28,12 +33,19 @@ mod sequential;
 mod simulation;
 mod sort;
 
+pub use buckets::{BucketError, Buckets, HistogramSide};
 pub use distribution::{
     compare_distributions, AutocorrelationSummary, Classification, Direction, DistOptions,
     DistOutcome, SampleSummary, ShiftInterval,
 };
 pub use error::StatsError;
 pub use fisher::fisher_exact_one_sided;
+pub use histogram::{
+    compare_histograms, HistogramError, HistogramOptions, HistogramOutcome, RankTest,
+};
+pub use histogram_simulation::{
+    histogram_scenarios, simulate_histogram, HistogramScenario, DEFAULT_BUCKETS,
+};
 pub use hodges_lehmann::{hodges_lehmann, HodgesLehmann};
 pub use mann_whitney::{
     mann_whitney_u, mann_whitney_u_with, Alternative, MannWhitney, Method, MethodChoice,

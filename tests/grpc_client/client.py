@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A client of rollgate's gRPC endpoint not written in Rust, for tests/grpc_remote.rs.
+"""A client of rollgate's gRPC endpoint not written in Rust, for tests/it/grpc_remote.rs.
 
 Generates Python stubs with grpcio-tools from proto/ (and the minimal health and reflection
 protos in proto/grpcmin next to this file; not under grpc/, which would shadow grpcio) into a temporary directory, calls the server, and prints one JSON
@@ -240,13 +240,16 @@ class Runner:
 
 
     def serve(self):
-        """`rollgate serve --grpc-listen`: health, a Run with the token, and one without it."""
+        """`rollgate serve --grpc-listen`: health, a Run with the token, one without it, an Analyze."""
         pb, a = self.pb, self.args
         H = self.health_pb.HealthCheckRequest
         self.record("health", lambda: self.health.Check(H(service=""), timeout=10))
         req = pb.RunRequest(metric=self.metric("error-rate", self.spec(a.prom, "vector(1)"), "result[0] < 0.01"))
         self.record("run_successful", lambda: self.stub.Run(req, metadata=self.auth, timeout=10))
         self.record("run_without_token", lambda: self.stub.Run(req, timeout=10))
+        self.record("analyze", lambda: self.stub.Analyze(pb.AnalyzeRequest(
+            metric=self.metric("adhoc", self.spec(a.prom, "vector(1)"), "result[0] == 1")),
+            metadata=self.auth, timeout=10))
 
 
 def main():

@@ -41,7 +41,16 @@ impl ServeProcess {
         args: &[&str],
         env: &[(&str, &str)],
     ) -> Result<ServeProcess, (Option<ExitStatus>, Vec<String>)> {
-        let mut cmd = Command::new(BIN);
+        Self::try_start_bin(BIN, args, env)
+    }
+
+    /// Like `try_start`, with another rollgate binary (a benchmark's baseline build).
+    pub fn try_start_bin(
+        bin: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Result<ServeProcess, (Option<ExitStatus>, Vec<String>)> {
+        let mut cmd = Command::new(bin);
         cmd.arg("serve")
             .arg("--listen")
             .arg("127.0.0.1:0")

@@ -371,3 +371,134 @@ pub fn inventories_dataset(base: i64) -> String {
     write_flux(&mut ds, base);
     ds.finish()
 }
+
+/// Namespace of the promotion fleet.
+pub const PROMO_NAMESPACE: &str = "edge-promo";
+/// The cluster registry the promotion fleet's inventory comes from (`expectedTargetsQuery`).
+pub const PROMO_REGISTRY: &str = "rollgate_test_cluster_registry";
+/// Namespace of the support-window fleet.
+pub const WINDOW_NAMESPACE: &str = "edge-window";
+
+/// The promotion fleet's 27 registered clusters `promo-00`..`promo-26`.
+pub fn promo_clusters() -> Vec<String> {
+    (0..27).map(|i| format!("promo-{i:02}")).collect()
+}
+
+/// Per cluster of the promotion fleet, its node-agent pods as (old image?, from, to), seconds
+/// relative to base:
+///
+/// | cluster | pods | at base |
+/// |---|---|---|
+/// | promo-00..09 | two pods on 1.5.0 | current |
+/// | promo-02 | + a pod on 1.4.2 from -9m to -7m30s (visible to -2m30s: the 5m lookback) | current, flapped within 10m |
+/// | promo-10..12 | one pod on 1.5.0, one on 1.4.2 | mid-change |
+/// | promo-13..26 | two pods on 1.4.2 | straggler |
+///
+/// promo-05 also has a DaemonSet `node-agent` with 1 of 2 pods not updated (stalled).
+pub fn promo_pods(cluster: usize) -> Vec<(bool, i64, i64)> {
+    let all = (FROM, TO);
+    match cluster {
+        0..=9 => {
+            let mut pods = vec![(false, all.0, all.1), (false, all.0, all.1)];
+            if cluster == 2 {
+                pods.push((true, -540, -450));
+            }
+            pods
+        }
+        10..=12 => vec![(false, all.0, all.1), (true, all.0, all.1)],
+        _ => vec![(true, all.0, all.1), (true, all.0, all.1)],
+    }
+}
+
+/// The support-window fleet: `win-0`..`win-5` in namespace `edge-window`, two pods each, the
+/// version in the `image` label: win-0..2 on 1.5.0 (N), win-3..4 on 1.4.2 (N-1), win-5 on
+/// 1.3.0 (N-2).
+pub fn window_clusters() -> Vec<String> {
+    (0..6).map(|i| format!("win-{i}")).collect()
+}
+
+/// The image of a support-window cluster.
+pub fn window_image(cluster: usize) -> &'static str {
+    match cluster {
+        0..=2 => "docker.io/acme/node-agent:1.5.0",
+        3 | 4 => "docker.io/acme/node-agent:1.4.2",
+        _ => "docker.io/acme/node-agent:1.3.0",
+    }
+}
+
+/// The promotion and support-window fleets (and the cluster registry) as OpenMetrics text.
+pub fn promotion_dataset(base: i64) -> String {
+    let mut ds = Dataset::new();
+    let ns = PROMO_NAMESPACE;
+    let ts = |from: i64, to: i64| times(base, from, to, STEP);
+    for (c, cluster) in promo_clusters().iter().enumerate() {
+        let buf = ds.family(PROMO_REGISTRY, "gauge");
+        let region = if c < 14 { "eu" } else { "us" };
+        for t in ts(FROM, TO) {
+            push_sample(
+                buf,
+                PROMO_REGISTRY,
+                &[("cluster", cluster.as_str()), ("region", region)],
+                1.0,
+                t,
+            );
+        }
+        for (p, (old, from, to)) in promo_pods(c).into_iter().enumerate() {
+            let image = if old { NODE_AGENT_OLD } else { NODE_AGENT_NEW };
+            let pod = format!("node-agent-{c:02}{p}");
+            let (spec, id) = (image.image(), image.image_id());
+            let labels = [
+                ("cluster", cluster.as_str()),
+                ("namespace", ns),
+                ("pod", pod.as_str()),
+                ("uid", "0"),
+                ("container", "node-agent"),
+                ("image_spec", spec.as_str()),
+                ("image", spec.as_str()),
+                ("image_id", id.as_str()),
+                ("container_id", "containerd://p"),
+            ];
+            let buf = ds.family("kube_pod_container_info", "gauge");
+            for t in ts(from, to) {
+                push_sample(buf, "kube_pod_container_info", &labels, 1.0, t);
+            }
+        }
+    }
+    // promo-05's DaemonSet: 2 desired, 1 updated, 2 ready.
+    for (family, v) in [
+        ("kube_daemonset_status_desired_number_scheduled", 2.0),
+        ("kube_daemonset_status_updated_number_scheduled", 1.0),
+        ("kube_daemonset_status_number_ready", 2.0),
+    ] {
+        let buf = ds.family(family, "gauge");
+        let labels = [
+            ("cluster", "promo-05"),
+            ("namespace", ns),
+            ("daemonset", "node-agent"),
+        ];
+        for t in ts(FROM, TO) {
+            push_sample(buf, family, &labels, v, t);
+        }
+    }
+    for (c, cluster) in window_clusters().iter().enumerate() {
+        let image = window_image(c);
+        for p in 0..2 {
+            let pod = format!("node-agent-w{c}{p}");
+            let labels = [
+                ("cluster", cluster.as_str()),
+                ("namespace", WINDOW_NAMESPACE),
+                ("pod", pod.as_str()),
+                ("uid", "0"),
+                ("container", "node-agent"),
+                ("image", image),
+                ("image_id", "sha256:0"),
+                ("container_id", "containerd://w"),
+            ];
+            let buf = ds.family("kube_pod_container_info", "gauge");
+            for t in ts(FROM, TO) {
+                push_sample(buf, "kube_pod_container_info", &labels, 1.0, t);
+            }
+        }
+    }
+    ds.finish()
+}

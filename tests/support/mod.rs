@@ -1,7 +1,7 @@
 //! Test support shared by the integration tests: a real Prometheus loaded with generated data
-//! (`prom`, `scenarios`), a real VictoriaMetrics with the same data imported (`vm`), a
-//! fault-injecting fake Prometheus (`stub`) and the Go host that plays the Argo Rollouts
-//! controller (`gohost`).
+//! (`prom`, `scenarios`), a real VictoriaMetrics with the same data imported (`vm`), the one
+//! HTTP stub (`stub`: a fault-injecting fake Prometheus, or a scripted HTTP/TLS server) and the
+//! Go host that plays the Argo Rollouts controller (`gohost`).
 //!
 //! Each test binary includes it with `mod support;` and uses what it needs.
 #![allow(dead_code)]

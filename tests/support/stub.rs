@@ -1,22 +1,32 @@
-//! A fake Prometheus for fault tests: a small HTTP/1.1 server on 127.0.0.1 that answers every
-//! request the same way (`Mode`), whatever the path, and records what it was sent.
+//! The one HTTP stub of the tests: a small HTTP/1.1 server on 127.0.0.1, plain or TLS, that
+//! records what it was sent and answers either
+//! - every request the same way, whatever the path (`Stub::start(Mode)`: a fake Prometheus for
+//!   fault tests), or
+//! - by a script called with each request and its index (`Stub::script`, `Stub::script_tls`:
+//!   the client tests, which vary answers per request and break the protocol on purpose with
+//!   `Reply`). A scripted answer closes its connection, as `Connection: close` says.
 //!
 //! One thread accepts, one thread serves each connection (keep-alive and pipelining included),
 //! at most `MAX_CONNECTIONS` at once. Dropping the `Stub` stops it: every thread notices within
-//! about 50 ms (connections held by `NeverAnswer` are closed then) and is joined.
+//! about 50 ms (connections held by `NeverAnswer` or `Reply::Silent` are closed then) and is
+//! joined.
 
 use std::io::{ErrorKind, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+use tokio_rustls::rustls;
 
 /// Most connections served at once; further ones are closed as soon as they are accepted.
 pub const MAX_CONNECTIONS: usize = 512;
 const MAX_HEAD: usize = 64 * 1024;
 const MAX_BODY: usize = 16 * 1024 * 1024;
 const POLL: Duration = Duration::from_millis(50);
+/// Requests kept for `Stub::request`; later ones are only counted (load tests send millions).
+const MAX_RECORDED: usize = 10_000;
 
 /// The `error` text of `Mode::ApiError`.
 pub const API_ERROR_MESSAGE: &str =
@@ -53,15 +63,15 @@ pub enum Mode {
 }
 
 /// The answer prepared from a `Mode` (bodies are built once, not per request).
-struct Reply {
+struct Prepared {
     status: u16,
     body: Arc<Vec<u8>>,
     delay: Duration,
     never: bool,
 }
 
-fn prepare(mode: &Mode) -> Reply {
-    let reply = |status: u16, body: Vec<u8>| Reply {
+fn prepare(mode: &Mode) -> Prepared {
+    let reply = |status: u16, body: Vec<u8>| Prepared {
         status,
         body: Arc::new(body),
         delay: Duration::ZERO,
@@ -69,7 +79,7 @@ fn prepare(mode: &Mode) -> Reply {
     };
     match mode {
         Mode::Status(code, body) => reply(*code, body.clone().into_bytes()),
-        Mode::NeverAnswer => Reply {
+        Mode::NeverAnswer => Prepared {
             never: true,
             ..reply(200, vec![])
         },
@@ -100,7 +110,7 @@ fn prepare(mode: &Mode) -> Reply {
         ),
         Mode::Huge(n) => reply(200, huge_body(*n)),
         Mode::Fixed(body) => reply(200, body.clone().into_bytes()),
-        Mode::Slow(d, inner) => Reply {
+        Mode::Slow(d, inner) => Prepared {
             delay: *d,
             ..prepare(inner)
         },
@@ -126,6 +136,39 @@ pub fn huge_body(n: usize) -> Vec<u8> {
     }
     out.extend_from_slice(tail);
     out
+}
+
+/// A scripted answer (`Stub::script`); the connection is closed after it.
+pub enum Reply {
+    /// A complete response with Content-Length.
+    Full { status: u16, body: Vec<u8> },
+    /// Keep the connection open and never answer (until the client gives up or the stub stops).
+    Silent,
+    /// Declare `declared` bytes but send only `body`, then close.
+    Truncated { declared: usize, body: Vec<u8> },
+    /// Send a head without Content-Length, then `body`, then close (close-delimited).
+    CloseDelimited { status: u16, body: Vec<u8> },
+    /// Chunked encoding, `chunks` pieces of `size` bytes each.
+    Chunked {
+        status: u16,
+        chunks: usize,
+        size: usize,
+    },
+}
+
+/// A complete JSON answer.
+pub fn json(status: u16, body: &str) -> Reply {
+    Reply::Full {
+        status,
+        body: body.as_bytes().to_vec(),
+    }
+}
+
+/// A Prometheus vector body with one sample of this value.
+pub fn vector_body(value: &str) -> String {
+    format!(
+        r#"{{"status":"success","data":{{"resultType":"vector","result":[{{"metric":{{"job":"api"}},"value":[1712345678.5,"{value}"]}}]}}}}"#
+    )
 }
 
 /// One request as the stub received it.
@@ -194,13 +237,23 @@ pub fn urldecode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+type Script = Arc<dyn Fn(&Request, usize) -> Reply + Send + Sync>;
+
+/// How the stub answers: one prepared answer for every request, or a script.
+#[derive(Clone)]
+enum Answer {
+    Same(Arc<Prepared>),
+    Script(Script),
+}
+
 struct State {
-    reply: Mutex<Arc<Reply>>,
+    answer: Mutex<Answer>,
     stop: AtomicBool,
     requests: AtomicUsize,
     connections: AtomicUsize,
     open: AtomicUsize,
     last: Mutex<Option<Request>>,
+    recorded: Mutex<Vec<Request>>,
     workers: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -217,19 +270,37 @@ pub struct Stub {
 impl Stub {
     /// Starts a stub answering as `mode`.
     pub fn start(mode: Mode) -> Stub {
+        Stub::serve(Answer::Same(Arc::new(prepare(&mode))), None)
+    }
+
+    /// Starts a stub answering each request with `script(request, index)` (index from 0).
+    pub fn script(script: impl Fn(&Request, usize) -> Reply + Send + Sync + 'static) -> Stub {
+        Stub::serve(Answer::Script(Arc::new(script)), None)
+    }
+
+    /// `script` over TLS with this server configuration.
+    pub fn script_tls(
+        tls: Arc<rustls::ServerConfig>,
+        script: impl Fn(&Request, usize) -> Reply + Send + Sync + 'static,
+    ) -> Stub {
+        Stub::serve(Answer::Script(Arc::new(script)), Some(tls))
+    }
+
+    fn serve(answer: Answer, tls: Option<Arc<rustls::ServerConfig>>) -> Stub {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
         let addr = listener.local_addr().expect("local addr");
         let state = Arc::new(State {
-            reply: Mutex::new(Arc::new(prepare(&mode))),
+            answer: Mutex::new(answer),
             stop: AtomicBool::new(false),
             requests: AtomicUsize::new(0),
             connections: AtomicUsize::new(0),
             open: AtomicUsize::new(0),
             last: Mutex::new(None),
+            recorded: Mutex::new(Vec::new()),
             workers: Mutex::new(Vec::new()),
         });
         let st = state.clone();
-        let accept = std::thread::spawn(move || accept_loop(listener, st));
+        let accept = std::thread::spawn(move || accept_loop(listener, st, tls));
         Stub {
             url: format!("http://{addr}"),
             addr,
@@ -240,7 +311,7 @@ impl Stub {
 
     /// Answers later requests as `mode` instead.
     pub fn set_mode(&self, mode: Mode) {
-        *self.state.reply.lock().unwrap() = Arc::new(prepare(&mode));
+        *self.state.answer.lock().unwrap() = Answer::Same(Arc::new(prepare(&mode)));
     }
 
     /// Requests received so far (counted once fully read, before the answer).
@@ -256,6 +327,12 @@ impl Stub {
     /// The most recent request.
     pub fn last_request(&self) -> Option<Request> {
         self.state.last.lock().unwrap().clone()
+    }
+
+    /// The request of this index (from 0, in the order they were read; the first
+    /// `MAX_RECORDED` are kept).
+    pub fn request(&self, index: usize) -> Request {
+        self.state.recorded.lock().unwrap()[index].clone()
     }
 }
 
@@ -282,7 +359,7 @@ pub fn closed_port() -> String {
     format!("http://{addr}")
 }
 
-fn accept_loop(listener: TcpListener, st: Arc<State>) {
+fn accept_loop(listener: TcpListener, st: Arc<State>, tls: Option<Arc<rustls::ServerConfig>>) {
     for conn in listener.incoming() {
         if st.stop.load(Ordering::SeqCst) {
             break;
@@ -294,8 +371,16 @@ fn accept_loop(listener: TcpListener, st: Arc<State>) {
         }
         st.open.fetch_add(1, Ordering::SeqCst);
         let worker_state = st.clone();
+        let tls = tls.clone();
         let h = std::thread::spawn(move || {
-            serve(conn, &worker_state);
+            let _ = conn.set_read_timeout(Some(POLL));
+            let _ = conn.set_write_timeout(Some(Duration::from_secs(10)));
+            let _ = conn.set_nodelay(true);
+            match tls.map(rustls::ServerConnection::new) {
+                None => serve(conn, &worker_state),
+                Some(Ok(session)) => serve(rustls::StreamOwned::new(session, conn), &worker_state),
+                Some(Err(_)) => {}
+            }
             worker_state.open.fetch_sub(1, Ordering::SeqCst);
         });
         let mut workers = st.workers.lock().unwrap();
@@ -304,18 +389,49 @@ fn accept_loop(listener: TcpListener, st: Arc<State>) {
     }
 }
 
-fn serve(mut s: TcpStream, st: &State) {
-    let _ = s.set_read_timeout(Some(POLL));
-    let _ = s.set_write_timeout(Some(Duration::from_secs(10)));
-    let _ = s.set_nodelay(true);
+/// A served connection: plain TCP, or TLS over it.
+trait Conn: Read + Write {
+    /// Ends a closing answer as its peer expects: TLS close_notify, then FIN.
+    fn finish(&mut self);
+}
+
+impl Conn for TcpStream {
+    fn finish(&mut self) {
+        let _ = self.shutdown(Shutdown::Write);
+    }
+}
+
+impl Conn for rustls::StreamOwned<rustls::ServerConnection, TcpStream> {
+    fn finish(&mut self) {
+        self.conn.send_close_notify();
+        let _ = self.flush();
+        let _ = self.sock.shutdown(Shutdown::Write);
+    }
+}
+
+/// Serves one connection (its socket polls every `POLL`, so that a stop is noticed).
+fn serve<S: Conn>(mut s: S, st: &State) {
     let mut buf = Vec::new();
     while let Some(req) = read_request(&mut s, &mut buf, st) {
         let close = req
             .header("connection")
             .is_some_and(|v| v.eq_ignore_ascii_case("close"));
-        *st.last.lock().unwrap() = Some(req);
-        st.requests.fetch_add(1, Ordering::SeqCst);
-        let reply = st.reply.lock().unwrap().clone();
+        let index = {
+            let mut recorded = st.recorded.lock().unwrap();
+            if recorded.len() < MAX_RECORDED {
+                recorded.push(req.clone());
+            }
+            *st.last.lock().unwrap() = Some(req.clone());
+            st.requests.fetch_add(1, Ordering::SeqCst)
+        };
+        let answer = st.answer.lock().unwrap().clone();
+        let reply = match answer {
+            Answer::Same(reply) => reply,
+            Answer::Script(script) => {
+                write_scripted(&mut s, script(&req, index), st);
+                return;
+            }
+        };
         if reply.never {
             hold(&mut s, st);
             return;
@@ -339,6 +455,68 @@ fn serve(mut s: TcpStream, st: &State) {
     }
 }
 
+/// Writes a scripted answer; the connection closes after it.
+fn write_scripted<S: Conn>(s: &mut S, reply: Reply, st: &State) {
+    let _ = match reply {
+        Reply::Full { status, body } => write_close(
+            s,
+            &format!(
+                "HTTP/1.1 {status} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                reason(status),
+                body.len()
+            ),
+            &body,
+        ),
+        Reply::Silent => {
+            hold(s, st);
+            return;
+        }
+        Reply::Truncated { declared, body } => write_close(
+            s,
+            &format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {declared}\r\nConnection: close\r\n\r\n"
+            ),
+            &body,
+        ),
+        Reply::CloseDelimited { status, body } => write_close(
+            s,
+            &format!("HTTP/1.1 {status} {}\r\nConnection: close\r\n\r\n", reason(status)),
+            &body,
+        ),
+        Reply::Chunked {
+            status,
+            chunks,
+            size,
+        } => {
+            let mut body = Vec::with_capacity(chunks * (size + 16) + 5);
+            let piece = vec![b' '; size];
+            for _ in 0..chunks {
+                body.extend_from_slice(format!("{size:x}\r\n").as_bytes());
+                body.extend_from_slice(&piece);
+                body.extend_from_slice(b"\r\n");
+            }
+            body.extend_from_slice(b"0\r\n\r\n");
+            write_close(
+                s,
+                &format!(
+                    "HTTP/1.1 {status} {}\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n",
+                    reason(status)
+                ),
+                &body,
+            )
+        }
+    };
+}
+
+/// Writes `head` and `body`, then ends the connection.
+fn write_close<S: Conn>(s: &mut S, head: &str, body: &[u8]) -> std::io::Result<()> {
+    s.write_all(head.as_bytes())?;
+    s.write_all(body)?;
+    s.flush()?;
+    s.finish();
+    Ok(())
+}
+
 /// Sleeps `d` unless the stub stops first; false when it stopped.
 fn pause(d: Duration, st: &State) -> bool {
     let end = Instant::now() + d;
@@ -352,7 +530,7 @@ fn pause(d: Duration, st: &State) -> bool {
 }
 
 /// Keeps the connection open, reading and discarding, until the peer closes or the stub stops.
-fn hold(s: &mut TcpStream, st: &State) {
+fn hold<S: Read>(s: &mut S, st: &State) {
     let mut sink = [0u8; 4096];
     while !st.stop.load(Ordering::SeqCst) {
         match s.read(&mut sink) {
@@ -365,7 +543,7 @@ fn hold(s: &mut TcpStream, st: &State) {
 }
 
 /// Reads more bytes into `buf`; false on EOF, error, or stop.
-fn fill(s: &mut TcpStream, buf: &mut Vec<u8>, st: &State) -> bool {
+fn fill<S: Read>(s: &mut S, buf: &mut Vec<u8>, st: &State) -> bool {
     let mut chunk = [0u8; 16 * 1024];
     loop {
         if st.stop.load(Ordering::SeqCst) {
@@ -384,7 +562,7 @@ fn fill(s: &mut TcpStream, buf: &mut Vec<u8>, st: &State) -> bool {
     }
 }
 
-fn read_request(s: &mut TcpStream, buf: &mut Vec<u8>, st: &State) -> Option<Request> {
+fn read_request<S: Read>(s: &mut S, buf: &mut Vec<u8>, st: &State) -> Option<Request> {
     let head_end = loop {
         if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
             break i;
@@ -485,4 +663,26 @@ fn reason(code: u16) -> &'static str {
         504 => "Gateway Timeout",
         _ => "Status",
     }
+}
+
+/// Standard base64 (for checking basic auth headers independently of the client).
+pub fn base64(input: &[u8]) -> String {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in input.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
 }

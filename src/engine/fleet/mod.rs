@@ -6,29 +6,31 @@
 //! in [`report`], the PromQL (shared with `rollgate rules`) in [`promql`]. docs/fleet.md
 //! explains the states and the choices.
 
+mod gather;
+mod plan;
+mod promotion;
 mod promql;
 mod report;
 mod rules;
 mod state;
 
+pub use plan::FleetPlan;
+
 pub use rules::RulePlacement;
+// For `rollgate dashboard` (engine::dashboard): the same version matcher as the gate.
+pub(crate) use promql::{expected_matcher, quote, render_selector};
 
 use std::collections::BTreeMap;
-
-use chrono::Utc;
-use futures::future::join_all;
 
 use crate::condition::Value as ConditionValue;
 use crate::measurement::Phase;
 use crate::spec::duration::format_duration;
 use crate::spec::{ExpectedTargets, FleetSpec};
 
-use super::no_data::{self, NoData};
 use super::{verdict, Ctx, Engine, EvalOptions, Outcome};
 
-use promql::{last_seen_query, last_seen_window, FleetQueries};
-use report::LastSeen;
-use state::{classify, labels_present, read_stalls, read_targets, read_view, Inputs};
+use promql::FleetQueries;
+use state::Inputs;
 
 /// Most silent targets whose last sample is looked up (the message names ten).
 const LAST_SEEN_MAX: usize = 200;
@@ -42,6 +44,9 @@ enum Role {
     Init,
     Inventory,
     Stall(promql::StallKind),
+    HeldSteps,
+    HeldLastBad,
+    FirstSeen,
 }
 
 impl Role {
@@ -53,6 +58,9 @@ impl Role {
             Role::Init => "init-container query".into(),
             Role::Inventory => "expectedTargetsQuery".into(),
             Role::Stall(k) => format!("workload query ({})", k.key()),
+            Role::HeldSteps => "holdFor query".into(),
+            Role::HeldLastBad => "holdFor last-change query".into(),
+            Role::FirstSeen => "first-seen query (completion tiers)".into(),
         }
     }
 }
@@ -72,140 +80,18 @@ impl Engine {
         let opts = &pinned;
         let mut out = Outcome::new();
         describe(spec, &mut out.metadata);
-        let queries = FleetQueries::new(spec);
-
-        let mut round: Vec<(Role, &str)> = vec![
-            (Role::Versions, &queries.versions),
-            (Role::Reporting, &queries.reporting),
-        ];
-        if let Some(q) = &queries.terminal {
-            round.push((Role::Terminal, q));
-        }
-        if let Some(q) = &queries.init {
-            round.push((Role::Init, q));
-        }
-        if let Some(q) = &queries.inventory {
-            round.push((Role::Inventory, q));
-        }
-        for (kind, q) in &queries.stalls {
-            round.push((Role::Stall(*kind), q));
-        }
-        let answers = join_all(round.iter().map(|(_, q)| self.instant(config, q, opts))).await;
-
-        let mut inputs = Inputs::default();
-        let mut inventory_empty = false;
-        let versions: Vec<&crate::spec::VersionSpec> = spec.versions().collect();
-        let labels: Vec<&str> = versions.iter().map(|v| v.label.as_str()).collect();
-        let mut labels_seen = std::collections::BTreeSet::new();
-        for ((role, _), answer) in round.iter().zip(answers) {
-            let response = match answer {
-                Ok(r) => r,
-                Err(e) => return out.error(format!("fleet {} failed: {e}", role.describe())),
-            };
-            out.note_warnings(&response);
-            if matches!(role, Role::Versions | Role::Reporting | Role::Terminal) {
-                labels_seen.extend(labels_present(&response.data, &labels));
-            }
-            let read = match role {
-                Role::Versions => {
-                    read_view(&response.data, &spec.group_by, &versions).map(|v| inputs.now = v)
-                }
-                Role::Terminal => read_view(&response.data, &spec.group_by, &versions)
-                    .map(|v| inputs.terminal = v),
-                Role::Reporting => {
-                    read_view(&response.data, &spec.group_by, &versions).map(|v| inputs.recent = v)
-                }
-                Role::Init => read_view(&response.data, &spec.group_by, &versions)
-                    .map(|v| inputs.init = Some(v)),
-                Role::Inventory => read_targets(&response.data, &spec.group_by).map(|t| {
-                    inventory_empty = t.is_empty();
-                    inputs.inventory = Some(t);
-                }),
-                Role::Stall(kind) => read_stalls(&response.data, *kind, &spec.group_by)
-                    .map(|w| inputs.workloads.extend(w)),
-            };
-            if let Err(why) = read {
-                return out.error(format!("fleet {}: {why}", role.describe()));
-            }
-        }
-        state::subtract(&mut inputs.now, &inputs.terminal);
-        if let ExpectedTargets::List(list) = &spec.expected_targets {
-            inputs.inventory = Some(list.iter().cloned().collect());
-        }
-        let partial = !out.warnings.is_empty();
-
-        // Nothing at all within maxStaleness: the selector matches nothing anywhere.
-        if inputs.now.is_empty() && inputs.recent.is_empty() {
-            if partial {
-                return out.error(incomplete("the selector matched no series"));
-            }
-            let (phase, message) =
-                no_data::verdict(no_data, "fleet.selector", &spec.selector, &NoData::Empty);
-            out.metadata
-                .insert("noData".into(), NoData::Empty.describe());
-            return out.finish(
-                phase,
-                format!(
-                    "{message} (no series with a sample in the last {})",
-                    format_duration(spec.max_staleness)
-                ),
-            );
-        }
-        if let (true, Some(q)) = (inventory_empty, &queries.inventory) {
-            if partial {
-                return out.error(incomplete("expectedTargetsQuery returned no targets"));
-            }
-            let (phase, message) =
-                no_data::verdict(no_data, "fleet.expectedTargetsQuery", q, &NoData::Empty);
-            out.metadata
-                .insert("noData".into(), NoData::Empty.describe());
-            return out.finish(phase, message);
-        }
-        if let Some(label) = labels.iter().find(|l| !labels_seen.contains(**l)) {
-            let message = label_missing(spec, label, series_count(&inputs));
-            return out.error(if partial {
-                incomplete(&message)
-            } else {
-                message
-            });
-        }
-
-        let at = opts.at.unwrap_or_else(Utc::now);
-        let fleet = classify(spec, at, inputs);
-
-        let mut last_seen = LastSeen {
-            window: last_seen_window(spec.max_staleness),
-            ..LastSeen::default()
+        let (mut out, judged) = match self.judge_fleet(spec, no_data, config, opts, out).await {
+            Ok(j) => j,
+            Err(done) => return done,
         };
-        if !fleet.silent.is_empty() {
-            let targets: Vec<String> = fleet.silent.iter().take(LAST_SEEN_MAX).cloned().collect();
-            let query = last_seen_query(spec, &targets);
-            out.metadata.insert("query.lastSeen".into(), query.clone());
-            match self.instant(config, &query, opts).await {
-                Ok(response) => {
-                    out.note_warnings(&response);
-                    if let crate::prometheus::QueryData::Vector(series) = &response.data {
-                        for s in series {
-                            if let Some(t) = s.labels.get(&spec.group_by) {
-                                last_seen.ages.insert(t.to_string(), s.sample.value);
-                            }
-                        }
-                    }
-                }
-                // The ages only decorate the message: the verdict stands without them.
-                Err(e) => last_seen.failed = Some(e.to_string()),
-            }
-        }
-
-        let summary = report::value(spec, &fleet);
-        out.value = summary.to_string();
-        report::metadata(&fleet, &last_seen, &mut out.metadata);
-        let message = report::message(spec, &fleet, &last_seen);
+        out.value = judged.summary.to_string();
+        let message = judged.message;
+        let summary = judged.summary;
 
         if !out.warnings.is_empty() {
             return out.error(incomplete(&message));
         }
-        let built_in = if fleet.passes(spec.min_completion) {
+        let built_in = if judged.passes {
             Phase::Successful
         } else {
             Phase::Failed
@@ -293,5 +179,20 @@ pub(super) fn describe(spec: &FleetSpec, meta: &mut BTreeMap<String, String>) {
     }
     for (kind, query) in q.stalls {
         meta.insert(format!("query.stall.{}", kind.key()), query);
+    }
+    if let Some(h) = q.held {
+        meta.insert("query.held".into(), h.steps);
+        meta.insert("query.heldLastChange".into(), h.last_bad);
+    }
+    if let Some(f) = q.first_seen {
+        meta.insert("query.firstSeen".into(), f);
+    }
+    let p = &spec.promotion;
+    if let Some(h) = p.hold_for {
+        meta.insert("holdFor".into(), format_duration(h));
+    }
+    if !p.cohorts.is_empty() {
+        let names: Vec<&str> = p.cohorts.iter().map(|c| c.name.as_str()).collect();
+        meta.insert("cohorts".into(), names.join(", "));
     }
 }

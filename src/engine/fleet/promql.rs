@@ -128,6 +128,22 @@ pub(crate) struct FleetQueries {
     pub inventory: Option<String>,
     /// Workload conditions, when `workloads: true`.
     pub stalls: Vec<(StallKind, String)>,
+    /// The `holdFor` window's queries, when given.
+    pub held: Option<HeldQueries>,
+    /// When the expected version was first seen, for completion tiers without `startedAt`.
+    pub first_seen: Option<String>,
+}
+
+/// `holdFor`: a target counts as current only when it was so at every step of the window.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct HeldQueries {
+    /// `count_over_time((GOOD)[H:step])`: per target, the steps at which it reported, every
+    /// series on an allowed version and (with `workloads`) no workload stalled.
+    pub steps: String,
+    /// `max by (G) (max_over_time(timestamp(BAD)[H:step]))`: the last step it was not.
+    pub last_bad: String,
+    /// Steps a held target has: `H / step`.
+    pub needed: u64,
 }
 
 impl FleetQueries {
@@ -170,8 +186,133 @@ impl FleetQueries {
             } else {
                 Vec::new()
             },
+            held: spec.promotion.hold_for.map(|h| held_queries(spec, h)),
+            first_seen: (!spec.promotion.completion.is_empty()
+                && spec.promotion.started_at.is_none())
+            .then(|| first_seen_query(spec)),
         }
     }
+}
+
+/// The subquery step of a `holdFor` window: a twentieth of it, at least 15 s.
+pub(crate) fn held_step(hold_for: Duration) -> Duration {
+    Duration::from_secs((hold_for.as_secs() / 20).max(15))
+}
+
+fn held_queries(spec: &FleetSpec, hold_for: Duration) -> HeldQueries {
+    let g = &spec.group_by;
+    let step = held_step(hold_for);
+    let window = format!("[{}:{}]", format_duration(hold_for), format_duration(step));
+    let bad = bad_per_target(spec);
+    HeldQueries {
+        steps: format!(
+            "count_over_time((count by ({g}) ({}) unless on ({g}) {bad}){window})",
+            live_selector(spec, &spec.selector)
+        ),
+        last_bad: format!("max by ({g}) (max_over_time(timestamp({bad}){window}))"),
+        needed: hold_for.as_secs() / step.as_secs(),
+    }
+}
+
+/// Per target, one series when some selected series runs a version outside the allowed ones
+/// (or, with `workloads`, a workload is stalled).
+fn bad_per_target(spec: &FleetSpec) -> String {
+    let g = &spec.group_by;
+    let old = format!(
+        "count by ({g}) ({})",
+        live_selector(spec, &other_series(spec, true))
+    );
+    if !spec.workloads {
+        return old;
+    }
+    let stalls: Vec<String> = StallKind::ALL
+        .iter()
+        .filter(|k| k.fails())
+        .map(|k| format!("({})", stall_query(spec, *k)))
+        .collect();
+    format!("({old} or count by ({g}) ({}))", stalls.join(" or "))
+}
+
+/// The earliest step, within twice the last tier's deadline (at most the retention), at which
+/// some series ran the expected version.
+pub(crate) fn first_seen_query(spec: &FleetSpec) -> String {
+    let p = &spec.promotion;
+    let last = p.completion.last().map_or(Duration::ZERO, |t| t.within);
+    let window = (last * 2).max(MIN_LAST_SEEN_WINDOW).min(p.retention);
+    let step = (window / 500).clamp(Duration::from_secs(60), Duration::from_secs(3600));
+    let step = Duration::from_secs(step.as_secs());
+    format!(
+        "min(min_over_time(timestamp(count({}))[{}:{}]))",
+        live_selector(spec, &expected_series(spec)),
+        format_duration(window),
+        format_duration(step)
+    )
+}
+
+/// The selector narrowed to series on the expected version (every version label).
+pub(crate) fn expected_series(spec: &FleetSpec) -> String {
+    let mut matchers = spec.series.matchers.clone();
+    for v in spec.versions() {
+        let (op, value) = expected_matcher(&v.expected);
+        matchers.push(LabelMatcher {
+            name: v.label.clone(),
+            op,
+            value,
+        });
+    }
+    render_selector(spec.series.metric.as_deref(), &matchers)
+}
+
+/// The selector narrowed to series on another version than the expected one (without the
+/// label too); with `supported`, other than the expected and the supported ones.
+pub(crate) fn other_series(spec: &FleetSpec, allow_supported: bool) -> String {
+    let matcher = |v: &crate::spec::VersionSpec| {
+        let (op, value) = if allow_supported {
+            allowed_matcher(v)
+        } else {
+            expected_matcher(&v.expected)
+        };
+        (v.label.clone(), op, value)
+    };
+    let mut matchers = spec.series.matchers.clone();
+    if spec.also.is_empty() {
+        let (name, op, value) = matcher(&spec.version);
+        matchers.push(LabelMatcher {
+            name,
+            op: match op {
+                MatchKind::Equal => MatchKind::NotEqual,
+                _ => MatchKind::NotRegex,
+            },
+            value,
+        });
+        return render_selector(spec.series.metric.as_deref(), &matchers);
+    }
+    // Several labels: every series but those with all labels allowed.
+    for v in spec.versions() {
+        let (name, op, value) = matcher(v);
+        matchers.push(LabelMatcher { name, op, value });
+    }
+    format!(
+        "{} unless {}",
+        spec.selector,
+        render_selector(spec.series.metric.as_deref(), &matchers)
+    )
+}
+
+/// A matcher for the expected version or any supported one (`version.supported`).
+pub(crate) fn allowed_matcher(v: &crate::spec::VersionSpec) -> (MatchKind, String) {
+    if v.supported.is_empty() {
+        return expected_matcher(&v.expected);
+    }
+    let regex = |e: &ExpectedVersion| match expected_matcher(e) {
+        (MatchKind::Equal, value) => escape_regex(&value),
+        (_, value) => format!("(?:{value})"),
+    };
+    let all: Vec<String> = std::iter::once(&v.expected)
+        .chain(&v.supported)
+        .map(regex)
+        .collect();
+    (MatchKind::Regex, all.join("|"))
 }
 
 /// The version labels, comma-separated, for `count by (G, <labels>)`.

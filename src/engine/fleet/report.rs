@@ -29,7 +29,7 @@ pub(crate) struct LastSeen {
 }
 
 /// The message: why the verdict, failures first, then completion, then notes.
-pub(crate) fn message(spec: &FleetSpec, fleet: &Fleet, last_seen: &LastSeen) -> String {
+pub(crate) fn message(spec: &FleetSpec, fleet: &Fleet, last_seen: &LastSeen, at: f64) -> String {
     let noun = plural(&spec.group_by);
     let n = fleet.inventory_size;
     let mut parts: Vec<String> = Vec::new();
@@ -60,6 +60,29 @@ pub(crate) fn message(spec: &FleetSpec, fleet: &Fleet, last_seen: &LastSeen) -> 
             listing(fleet.outside_old.iter().map(|s| straggler_item(s, spec)))
         ));
     }
+    if !fleet.unheld.is_empty() {
+        let hold = spec
+            .promotion
+            .hold_for
+            .map(format_duration)
+            .unwrap_or_default();
+        parts.push(format!(
+            "{} of {n} {noun} not held for {hold} ({})",
+            fleet.unheld.len(),
+            listing(fleet.unheld.iter().map(|u| match u.last_change {
+                Some(t) => format!(
+                    "{} last changed {} ago",
+                    display_target(&u.target, spec),
+                    human_age(at - t)
+                ),
+                None => format!(
+                    "{} reported at {} of the window's steps",
+                    display_target(&u.target, spec),
+                    u.steps
+                ),
+            }))
+        ));
+    }
     if !fleet.stalled.is_empty() {
         parts.push(format!(
             "{} {} stalled ({})",
@@ -73,7 +96,11 @@ pub(crate) fn message(spec: &FleetSpec, fleet: &Fleet, last_seen: &LastSeen) -> 
         ));
     }
     let done = fleet.current.len() + fleet.excepted_expected;
-    let summary = if fleet.stragglers.is_empty() && fleet.silent.is_empty() {
+    let summary = if fleet.stragglers.is_empty()
+        && fleet.silent.is_empty()
+        && fleet.unheld.is_empty()
+        && fleet.stalled_targets.is_empty()
+    {
         format!(
             "{done} of {n} {noun} {} {}",
             if fleet.excepted_expected > 0 {
@@ -107,6 +134,13 @@ pub(crate) fn message(spec: &FleetSpec, fleet: &Fleet, last_seen: &LastSeen) -> 
                 "report"
             },
             listing(outside_current.iter().map(|t| display_target(t, spec)))
+        ));
+    }
+    if !fleet.on_supported.is_empty() {
+        parts.push(format!(
+            "{} within the support window, not yet on the expected version ({})",
+            fleet.on_supported.len(),
+            listing(fleet.on_supported.iter().map(|t| display_target(t, spec)))
         ));
     }
     if !fleet.excepted.is_empty() {
@@ -202,6 +236,9 @@ pub(crate) fn value(spec: &FleetSpec, fleet: &Fleet) -> Value {
         "expiredExceptions": fleet.expired.len(),
         "stalledWorkloads": fleet.stalled.len(),
         "completion": round6(fleet.completion()),
+        "notHeld": fleet.unheld.len(),
+        "stalledTargets": fleet.stalled_targets.len(),
+        "onSupported": fleet.on_supported.len(),
         "minCompletion": spec.min_completion,
         "versions": counts(&fleet.versions),
         "unlabelled": fleet.unlabelled,
@@ -227,6 +264,12 @@ pub(crate) fn metadata(fleet: &Fleet, last_seen: &LastSeen, meta: &mut BTreeMap<
         fleet.stragglers.iter().map(|s| s.target.clone()).collect(),
     );
     put("silent", fleet.silent.clone());
+    put(
+        "notHeld",
+        fleet.unheld.iter().map(|u| u.target.clone()).collect(),
+    );
+    put("stalledTargets", fleet.stalled_targets.clone());
+    put("onSupported", fleet.on_supported.clone());
     put("unexpected", fleet.unexpected.clone());
     put(
         "stragglersOutsideInventory",
@@ -294,7 +337,7 @@ fn capped(items: Vec<String>) -> String {
 }
 
 /// `a, b, c` for the first ten, then `and N more`.
-fn listing(items: impl Iterator<Item = String>) -> String {
+pub(crate) fn listing(items: impl Iterator<Item = String>) -> String {
     let mut shown = Vec::new();
     let mut rest = 0usize;
     for item in items {
@@ -310,7 +353,7 @@ fn listing(items: impl Iterator<Item = String>) -> String {
     shown.join(", ")
 }
 
-fn display_target(target: &str, spec: &FleetSpec) -> String {
+pub(crate) fn display_target(target: &str, spec: &FleetSpec) -> String {
     if target.is_empty() {
         format!("(no {} label)", spec.group_by)
     } else {
@@ -328,8 +371,17 @@ fn units(spec: &FleetSpec, n: u64) -> String {
     }
 }
 
-/// `edge-017 3 pods`, `edge-250 1 pod without image_id`, `edge-120 1 init container`.
-fn straggler_item(s: &Straggler, spec: &FleetSpec) -> String {
+/// `edge-017 3 pods`, `edge-250 1 pod without image_id`, `edge-120 1 init container`; with a
+/// support window, `edge-17 runs 1.4.2, outside the support window`.
+pub(crate) fn straggler_item(s: &Straggler, spec: &FleetSpec) -> String {
+    if !spec.version.supported.is_empty() && !s.versions.is_empty() {
+        let versions: Vec<String> = s.versions.iter().map(|v| short_version(v)).collect();
+        return format!(
+            "{} runs {}, outside the support window",
+            display_target(&s.target, spec),
+            versions.join(" and ")
+        );
+    }
     let mut what = Vec::new();
     if s.old > 0 {
         what.push(units(spec, s.old));
@@ -438,7 +490,7 @@ fn run(count: usize) -> &'static str {
 }
 
 /// The target noun for a count: `1 cluster`, `2 clusters`.
-fn counted(label: &str, count: usize) -> String {
+pub(crate) fn counted(label: &str, count: usize) -> String {
     if count == 1 {
         label.to_string()
     } else {
@@ -446,7 +498,7 @@ fn counted(label: &str, count: usize) -> String {
     }
 }
 
-fn plural(label: &str) -> String {
+pub(crate) fn plural(label: &str) -> String {
     if label.ends_with('s') {
         format!("{label}es")
     } else {
@@ -454,7 +506,7 @@ fn plural(label: &str) -> String {
     }
 }
 
-fn percent(x: f64) -> String {
+pub(crate) fn percent(x: f64) -> String {
     let p = x * 100.0;
     if (p - p.round()).abs() < 1e-9 {
         format!("{} %", p.round())
@@ -464,7 +516,7 @@ fn percent(x: f64) -> String {
     }
 }
 
-fn human_age(seconds: f64) -> String {
+pub(crate) fn human_age(seconds: f64) -> String {
     // Clamped at 0; a float-to-int `as` saturates (and maps NaN to 0).
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     let s = seconds.max(0.0).round() as u64;

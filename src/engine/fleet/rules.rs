@@ -14,8 +14,8 @@ use crate::spec::duration::format_duration;
 use crate::spec::{ExpectedTargets, FleetSpec, LabelMatcher, MatchKind};
 
 use super::promql::{
-    expected_matcher, init_selector, live_selector, quote, render_selector, stall_query, wrap,
-    StallKind,
+    allowed_matcher, expected_matcher, expected_series, first_seen_query, init_selector,
+    live_selector, other_series, quote, render_selector, stall_query, wrap, StallKind,
 };
 
 /// How long a workload must stay stalled before its alert fires.
@@ -165,6 +165,61 @@ fn prometheus_rule(template: &str, metric: &str, spec: &FleetSpec) -> Prometheus
         });
     }
 
+    if !spec.version.supported.is_empty() {
+        let v = &spec.version;
+        let (_, allowed) = allowed_matcher(v);
+        let mut matchers = spec.series.matchers.clone();
+        matchers.push(LabelMatcher {
+            name: v.label.clone(),
+            op: MatchKind::NotRegex,
+            value: allowed,
+        });
+        let outside = render_selector(spec.series.metric.as_deref(), &matchers);
+        let label = &v.label;
+        rules.push(AlertRule {
+            alert: "RollgateFleetUnsupportedVersion".into(),
+            expr: excuse(
+                spec,
+                format!(
+                    "count by ({g}, {label}) ({})",
+                    live_selector(spec, &outside)
+                ),
+            ),
+            for_: Some(STALL_FOR.into()),
+            labels: labels("critical"),
+            annotations: annotations(
+                format!("{target} runs {{{{ $labels.{label} }}}}, outside the support window"),
+                format!("{{{{ $value }}}} containers in {target} run {{{{ $labels.{label} }}}}, neither the expected version {} nor a supported one (version.supported); {gate} counts {target} as a straggler.", v.expected.describe()),
+            ),
+        });
+    }
+
+    for (i, tier) in spec.promotion.completion.iter().enumerate() {
+        let Some(inventory) = inventory(spec) else {
+            break;
+        };
+        let within = format_duration(tier.within);
+        let share = crate::engine::result::format_number(tier.share);
+        let start = match spec.promotion.started_at {
+            Some(t) => t.timestamp().to_string(),
+            None => format!("scalar({})", first_seen_query(spec)),
+        };
+        rules.push(AlertRule {
+            alert: format!("RollgateFleetCompletionTier{}", i + 1),
+            expr: format!(
+                "({} < {share}) and on () ((vector(time()) - {start}) > {})",
+                done_share(spec, &inventory),
+                tier.within.as_secs()
+            ),
+            for_: None,
+            labels: labels("critical"),
+            annotations: annotations(
+                format!("the fleet missed completion tier {} ({share} within {within})", i + 1),
+                format!("Only {{{{ $value | humanizePercentage }}}} of the expected targets run the expected version {within} after the rollout's start (tier {}: {share}); {gate} fails until the share is reached.", i + 1),
+            ),
+        });
+    }
+
     PrometheusRule {
         api_version: "monitoring.coreos.com/v1",
         kind: "PrometheusRule",
@@ -211,11 +266,25 @@ fn inventory(spec: &FleetSpec) -> Option<String> {
     }
 }
 
-/// Leaves out targets under an exception; each exception stops applying at its `until` by
-/// itself (`time() < until`), as in the gate.
-fn excuse(spec: &FleetSpec, expr: String) -> String {
+/// The share of the inventory done: reporting with every series on the expected version, or
+/// under an exception (as the gate counts them).
+fn done_share(spec: &FleetSpec, inventory: &str) -> String {
+    let g = &spec.group_by;
+    let mut done = format!(
+        "count by ({g}) ({}) unless on ({g}) count by ({g}) ({})",
+        live_selector(spec, &expected_series(spec)),
+        live_selector(spec, &other_series(spec, false))
+    );
+    if let Some(excepted) = excepted_now(spec) {
+        done = format!("({done}) or ({excepted})");
+    }
+    format!("(count({inventory} and on ({g}) ({done})) or vector(0)) / scalar(count({inventory}))")
+}
+
+/// The targets under an exception now, one series each; `None` without exceptions.
+fn excepted_now(spec: &FleetSpec) -> Option<String> {
     if spec.exceptions.is_empty() {
-        return expr;
+        return None;
     }
     let g = &spec.group_by;
     let excused: Vec<String> = spec
@@ -230,7 +299,16 @@ fn excuse(spec: &FleetSpec, expr: String) -> String {
             )
         })
         .collect();
-    format!("({expr}) unless on ({g}) ({})", balanced_or(&excused))
+    Some(balanced_or(&excused))
+}
+
+/// Leaves out targets under an exception; each exception stops applying at its `until` by
+/// itself (`time() < until`), as in the gate.
+fn excuse(spec: &FleetSpec, expr: String) -> String {
+    match excepted_now(spec) {
+        None => expr,
+        Some(excused) => format!("({expr}) unless on ({}) ({excused})", spec.group_by),
+    }
 }
 
 /// Containers on another version (or without a version label), per target; pods in a
@@ -248,28 +326,7 @@ fn old_version_expr(spec: &FleetSpec) -> String {
             value,
         }
     };
-    let with = |extra: &[LabelMatcher]| -> String {
-        let mut matchers = spec.series.matchers.clone();
-        matchers.extend(extra.iter().cloned());
-        render_selector(spec.series.metric.as_deref(), &matchers)
-    };
-    // One label: `S{V!~e}`. Several: every series but those with all labels as expected.
-    let old = if spec.also.is_empty() {
-        with(&[not_expected(&spec.version)])
-    } else {
-        let expected: Vec<LabelMatcher> = spec
-            .versions()
-            .map(|v| {
-                let (op, value) = expected_matcher(&v.expected);
-                LabelMatcher {
-                    name: v.label.clone(),
-                    op,
-                    value,
-                }
-            })
-            .collect();
-        format!("{} unless {}", spec.selector, with(&expected))
-    };
+    let old = other_series(spec, false);
     let main = format!("count by ({g}) ({})", live_selector(spec, &old));
     if !spec.include_init_containers {
         return main;

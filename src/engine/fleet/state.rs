@@ -20,6 +20,9 @@ pub(crate) struct TargetVersions {
     pub matching: BTreeSet<String>,
     /// Series without (one of) the version labels.
     pub unlabelled: u64,
+    /// The versions of `versions` that are not the expected one but within the support
+    /// window (`version.supported`).
+    pub supported: BTreeSet<String>,
 }
 
 impl TargetVersions {
@@ -69,6 +72,8 @@ pub(crate) fn read_view(
             .all(|(v, x)| v.expected.matches(x))
         {
             entry.matching.insert(key.clone());
+        } else if versions.iter().zip(&values).all(|(v, x)| v.allows(x)) {
+            entry.supported.insert(key.clone());
         }
         *entry.versions.entry(key).or_default() += count;
     }
@@ -88,6 +93,7 @@ pub(crate) fn subtract(now: &mut View, terminal: &View) {
                 if *count == 0 {
                     live.versions.remove(version);
                     live.matching.remove(version);
+                    live.supported.remove(version);
                 }
             }
         }
@@ -233,6 +239,31 @@ pub(crate) struct Inputs {
     pub inventory: Option<BTreeSet<String>>,
     /// Workload findings, every kind, in query order.
     pub workloads: Vec<Workload>,
+    /// The `holdFor` window's answers, when given.
+    pub held: Option<Held>,
+}
+
+/// What the `holdFor` queries returned.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Held {
+    /// Target -> steps of the window at which it was current.
+    pub steps: BTreeMap<String, u64>,
+    /// Steps a held target has.
+    pub needed: u64,
+    /// Target -> the last step (Unix seconds) it was not current within the window.
+    pub last_bad: BTreeMap<String, f64>,
+}
+
+/// A target current now but not for the whole `holdFor` window.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Unheld {
+    /// The target.
+    pub target: String,
+    /// The last time it was not current (Unix seconds), when it ran another version or had a
+    /// stalled workload within the window; none: it only failed to report at some steps.
+    pub last_change: Option<f64>,
+    /// Steps at which it was current, of `needed`.
+    pub steps: u64,
 }
 
 /// A target that runs something other than the expected version.
@@ -250,6 +281,13 @@ pub(crate) struct Straggler {
     pub total: u64,
     /// The other versions seen.
     pub versions: BTreeSet<String>,
+}
+
+impl Straggler {
+    /// Some series on the expected version and some not: a rollout in progress.
+    pub(crate) fn mixed(&self) -> bool {
+        self.old + self.unlabelled < self.total
+    }
 }
 
 /// An exception as it applied (or no longer applied) at the evaluation time.
@@ -300,6 +338,19 @@ pub(crate) struct Fleet {
     pub init_versions: BTreeMap<String, u64>,
     /// The inventory is whatever reports.
     pub reporting_inventory: bool,
+    /// The expected targets.
+    pub inventory: BTreeSet<String>,
+    /// Expected targets current only through the support window (some series on a supported
+    /// version, none outside it): counted as current, not as done for completion tiers.
+    pub on_supported: Vec<String>,
+    /// Expected targets current now but not for all of `holdFor`: not counted as current.
+    pub unheld: Vec<Unheld>,
+    /// Expected targets otherwise current with a stalled workload: not counted as current.
+    pub stalled_targets: Vec<String>,
+    /// Stalled workloads of targets outside the inventory: these fail the gate by themselves.
+    pub stalled_outside: usize,
+    /// The versions each reporting target runs (the view it was judged on).
+    pub by_target: BTreeMap<String, TargetVersions>,
 }
 
 impl Fleet {
@@ -317,11 +368,115 @@ impl Fleet {
         done + 1e-9 >= min_completion * self.inventory_size as f64
     }
 
-    /// The built-in verdict: complete enough, no old version outside the inventory, no stall.
+    /// The built-in verdict: complete enough (a stalled target is incomplete), no old version
+    /// and no stalled workload outside the inventory.
     pub(crate) fn passes(&self, min_completion: f64) -> bool {
         self.complete_enough(min_completion)
             && self.outside_old.is_empty()
-            && self.stalled.is_empty()
+            && self.stalled_outside == 0
+    }
+
+    /// Share of expected targets on the expected version itself (held) or excepted: the
+    /// completion tiers' measure (a target on a supported version is not done).
+    pub(crate) fn done_share(&self) -> f64 {
+        if self.inventory_size == 0 {
+            return 1.0;
+        }
+        let done = self.current.len() - self.on_supported.len() + self.excepted_expected;
+        done as f64 / self.inventory_size as f64
+    }
+
+    /// The targets that count as done for the completion tiers: current on the expected
+    /// version itself, or excepted.
+    pub(crate) fn done_targets(&self) -> BTreeSet<&str> {
+        let supported: BTreeSet<&str> = self.on_supported.iter().map(String::as_str).collect();
+        self.current
+            .iter()
+            .map(String::as_str)
+            .filter(|t| !supported.contains(t))
+            .chain(self.excepted.iter().map(|e| e.target.as_str()))
+            .collect()
+    }
+
+    /// The state of a target as a word (`current`, `straggler`, ...), for `fleet plan`.
+    pub(crate) fn state_of(&self, target: &str) -> &'static str {
+        let is = |l: &[String]| l.iter().any(|t| t == target);
+        if self.excepted.iter().any(|e| e.target == target) {
+            "excepted"
+        } else if is(&self.silent) {
+            "silent"
+        } else if self.stragglers.iter().any(|s| s.target == target)
+            || self.outside_old.iter().any(|s| s.target == target)
+        {
+            "straggler"
+        } else if self.unheld.iter().any(|u| u.target == target) {
+            "not held"
+        } else if is(&self.stalled_targets) {
+            "stalled"
+        } else if is(&self.on_supported) {
+            "supported"
+        } else if is(&self.current) {
+            "current"
+        } else if is(&self.unexpected) {
+            "unexpected"
+        } else {
+            "unknown"
+        }
+    }
+
+    /// The same fleet seen through `keep` only (a cohort gate's scope): lists and counts of
+    /// expected targets are narrowed; what lies outside the inventory stays.
+    pub(crate) fn restrict(&self, keep: &BTreeSet<String>) -> Fleet {
+        let k = |t: &String| keep.contains(t);
+        let excepted: Vec<Excused> = self
+            .excepted
+            .iter()
+            .filter(|e| keep.contains(&e.target) || !self.inventory.contains(&e.target))
+            .cloned()
+            .collect();
+        Fleet {
+            inventory_size: self.inventory.iter().filter(|t| k(t)).count(),
+            current: self.current.iter().filter(|t| k(t)).cloned().collect(),
+            stragglers: self
+                .stragglers
+                .iter()
+                .filter(|s| k(&s.target))
+                .cloned()
+                .collect(),
+            silent: self.silent.iter().filter(|t| k(t)).cloned().collect(),
+            excepted_expected: excepted
+                .iter()
+                .filter(|e| self.inventory.contains(&e.target))
+                .count(),
+            excepted,
+            stalled: self
+                .stalled
+                .iter()
+                .filter(|w| k(&w.target) || !self.inventory.contains(&w.target))
+                .cloned()
+                .collect(),
+            from_last_samples: self
+                .from_last_samples
+                .iter()
+                .filter(|t| k(t))
+                .cloned()
+                .collect(),
+            on_supported: self.on_supported.iter().filter(|t| k(t)).cloned().collect(),
+            unheld: self
+                .unheld
+                .iter()
+                .filter(|u| k(&u.target))
+                .cloned()
+                .collect(),
+            stalled_targets: self
+                .stalled_targets
+                .iter()
+                .filter(|t| k(t))
+                .cloned()
+                .collect(),
+            inventory: self.inventory.intersection(keep).cloned().collect(),
+            ..self.clone()
+        }
     }
 }
 
@@ -334,6 +489,7 @@ pub(crate) fn classify(spec: &FleetSpec, at: DateTime<Utc>, inputs: Inputs) -> F
         init,
         inventory,
         workloads,
+        held,
     } = inputs;
     let mut fleet = Fleet {
         reporting_inventory: inventory.is_none(),
@@ -394,6 +550,7 @@ pub(crate) fn classify(spec: &FleetSpec, at: DateTime<Utc>, inputs: Inputs) -> F
             }
             if let Some((v, _)) = seen {
                 tally(&mut fleet, v, init_view.get(target));
+                fleet.by_target.insert(target.to_string(), (*v).clone());
             }
             continue;
         }
@@ -413,9 +570,28 @@ pub(crate) fn classify(spec: &FleetSpec, at: DateTime<Utc>, inputs: Inputs) -> F
             init_view.get(target)
         };
         tally(&mut fleet, versions, init_versions);
+        fleet.by_target.insert(target.to_string(), versions.clone());
         let straggler = straggler(target, versions, init_versions.unwrap_or(&empty));
+        let unheld = held.as_ref().and_then(|h| {
+            let steps = h.steps.get(target).copied().unwrap_or(0);
+            (steps < h.needed).then(|| Unheld {
+                target: target.to_string(),
+                last_change: h.last_bad.get(target).copied(),
+                steps,
+            })
+        });
         match (expected, straggler) {
-            (true, None) => fleet.current.push(target.to_string()),
+            (true, None) if unheld.is_some() => fleet.unheld.extend(unheld),
+            (true, None) => {
+                if versions
+                    .versions
+                    .keys()
+                    .any(|v| versions.supported.contains(v))
+                {
+                    fleet.on_supported.push(target.to_string());
+                }
+                fleet.current.push(target.to_string());
+            }
             (true, Some(s)) => fleet.stragglers.push(s),
             (false, s) => {
                 fleet.unexpected.push(target.to_string());
@@ -456,8 +632,20 @@ pub(crate) fn classify(spec: &FleetSpec, at: DateTime<Utc>, inputs: Inputs) -> F
     });
     let (stalled, noticed): (Vec<Workload>, Vec<Workload>) =
         merged.into_iter().partition(|w| w.fails);
+    // A stalled workload makes its target incomplete (minCompletion decides); outside the
+    // inventory there is no share to spend, so it fails by itself.
+    for w in &stalled {
+        if !inventory.contains(&w.target) {
+            fleet.stalled_outside += 1;
+        } else if let Some(i) = fleet.current.iter().position(|t| *t == w.target) {
+            let t = fleet.current.remove(i);
+            fleet.on_supported.retain(|s| *s != t);
+            fleet.stalled_targets.push(t);
+        }
+    }
     fleet.stalled = stalled;
     fleet.noticed = noticed;
+    fleet.inventory = inventory;
     fleet
 }
 
@@ -481,7 +669,7 @@ fn straggler(target: &str, main: &TargetVersions, init: &TargetVersions) -> Opti
     let mut versions = BTreeSet::new();
     let mut old = 0;
     for (v, n) in &main.versions {
-        if !main.matching.contains(v) {
+        if !main.matching.contains(v) && !main.supported.contains(v) {
             old += n;
             versions.insert(v.clone());
         }
@@ -534,6 +722,7 @@ mod tests {
                 .map(|(v, _)| v.to_string())
                 .collect(),
             unlabelled,
+            supported: BTreeSet::new(),
         }
     }
 

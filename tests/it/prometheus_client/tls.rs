@@ -1,0 +1,111 @@
+//! HTTPS: a CA file, insecure_skip_verify, and certificate verification actually happening.
+
+use std::sync::Arc;
+
+use crate::support::stub::{json, vector_body, Stub};
+use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
+use rollgate::prometheus::{Client, PrometheusConfig, PrometheusError, QueryData, QueryRequest};
+use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use tokio_rustls::rustls::{self, ServerConfig};
+
+struct Pki {
+    ca_pem: String,
+    config: Arc<ServerConfig>,
+}
+
+/// A test CA and a server certificate for 127.0.0.1 signed by it.
+fn pki() -> Pki {
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, "rollgate test CA");
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+
+    let leaf_key = KeyPair::generate().unwrap();
+    let leaf_params =
+        CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()]).unwrap();
+    let leaf = leaf_params.signed_by(&leaf_key, &ca, &ca_key).unwrap();
+
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![CertificateDer::from(leaf.der().to_vec())],
+            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(leaf_key.serialize_der())),
+        )
+        .unwrap();
+    Pki {
+        ca_pem: ca.pem(),
+        config: Arc::new(config),
+    }
+}
+
+fn up() -> QueryRequest {
+    QueryRequest::instant("up", None)
+}
+
+#[tokio::test]
+async fn tls_with_ca_file_insecure_and_unverified() {
+    let pki = pki();
+    let stub = Stub::script_tls(pki.config.clone(), |_, _| json(200, &vector_body("4")));
+    let address = format!("https://{}", stub.addr);
+    let client = Client::new();
+
+    // Unknown issuer: the handshake fails and nothing reaches the server.
+    let mut c = PrometheusConfig::new(address.clone());
+    c.retries = 0;
+    let e = client.query(&c, &up(), None).await.unwrap_err();
+    assert!(matches!(e, PrometheusError::Connect { .. }), "{e:?}");
+    assert!(e.to_string().contains("certificate"), "{e}");
+    assert_eq!(stub.requests(), 0);
+
+    // The CA file makes it trusted.
+    let dir = tempfile::tempdir().unwrap();
+    let ca_path = dir.path().join("ca.pem");
+    std::fs::write(&ca_path, &pki.ca_pem).unwrap();
+    let mut trusted = c.clone();
+    trusted.ca_file = Some(ca_path.clone());
+    let r = client.query(&trusted, &up(), None).await.unwrap();
+    assert!(matches!(&r.data, QueryData::Vector(v) if v[0].sample.value == 4.0));
+    assert_eq!(stub.requests(), 1);
+
+    // insecure_skip_verify accepts it without the CA.
+    let mut insecure = c.clone();
+    insecure.insecure_skip_verify = true;
+    let r = client.query(&insecure, &up(), None).await.unwrap();
+    assert!(matches!(&r.data, QueryData::Vector(v) if v.len() == 1));
+    assert_eq!(stub.requests(), 2);
+
+    // A CA file that is not PEM is a configuration error naming the file.
+    let garbage = dir.path().join("garbage.pem");
+    std::fs::write(&garbage, "not a certificate").unwrap();
+    let mut bad = c.clone();
+    bad.ca_file = Some(garbage.clone());
+    let e = client.query(&bad, &up(), None).await.unwrap_err();
+    assert!(matches!(e, PrometheusError::Config(_)), "{e:?}");
+    assert!(
+        e.to_string().contains(&garbage.display().to_string()),
+        "{e}"
+    );
+    assert!(!e.to_string().contains("not a certificate"), "{e}");
+}
+
+#[tokio::test]
+async fn a_different_ca_is_not_trusted() {
+    let server = pki();
+    let other = pki();
+    let stub = Stub::script_tls(server.config.clone(), |_, _| json(200, &vector_body("1")));
+    let dir = tempfile::tempdir().unwrap();
+    let ca_path = dir.path().join("other-ca.pem");
+    std::fs::write(&ca_path, &other.ca_pem).unwrap();
+    let mut c = PrometheusConfig::new(format!("https://{}", stub.addr));
+    c.retries = 0;
+    c.ca_file = Some(ca_path);
+    let e = Client::new().query(&c, &up(), None).await.unwrap_err();
+    assert!(matches!(e, PrometheusError::Connect { .. }), "{e:?}");
+    assert_eq!(stub.requests(), 0);
+}
