@@ -5,17 +5,6 @@
 //! The check reads the `crate::…` paths of the code (comments skipped) of every file under
 //! `src/<surface>/` (and `src/<surface>.rs`), including grouped imports (`crate::{a, b}`).
 
-// Test code may unwrap, panic and cast; its helpers are `pub` for the modules sharing them.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation,
-    clippy::cast_possible_wrap,
-    clippy::cast_sign_loss,
-    unreachable_pub
-)]
-
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 

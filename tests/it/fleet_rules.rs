@@ -1,17 +1,6 @@
 //! `rollgate rules`: the PrometheusRule it prints is accepted by `promtool check rules`, and its
 //! alerts fire as the gate decides (`promtool test rules` on synthetic series).
 
-// Test code may unwrap, panic and cast; its helpers are `pub` for the modules sharing them.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation,
-    clippy::cast_possible_wrap,
-    clippy::cast_sign_loss,
-    unreachable_pub
-)]
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

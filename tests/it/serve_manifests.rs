@@ -3,17 +3,6 @@
 //! and Service hit real endpoints, every template in the ConfigMap loads, and every Flagger
 //! webhook of the Canary selects a template that resolves with the arguments it sends.
 
-// Test code may unwrap, panic and cast; its helpers are `pub` for the modules sharing them.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation,
-    clippy::cast_possible_wrap,
-    clippy::cast_sign_loss,
-    unreachable_pub
-)]
-
 use std::path::{Path, PathBuf};
 
 use clap::Parser;

@@ -1,16 +1,5 @@
 //! Spec parsing and validation: every bad key or value is named, nothing panics.
 
-// Test code may unwrap, panic and cast; its helpers are `pub` for the modules sharing them.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation,
-    clippy::cast_possible_wrap,
-    clippy::cast_sign_loss,
-    unreachable_pub
-)]
-
 use proptest::prelude::*;
 use rollgate::spec::{MetricKind, MetricSpec, NoDataPolicy, OnInsufficient, Provider, Template};
 use serde_json::{json, Value};

@@ -1,17 +1,6 @@
 //! Compares the statistics with values computed independently by scipy / mpmath
 //! (`tests/reference/gen_stats_reference.py`, output committed as `stats_reference.json`).
 
-// Test code may unwrap, panic and cast; its helpers are `pub` for the modules sharing them.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation,
-    clippy::cast_possible_wrap,
-    clippy::cast_sign_loss,
-    unreachable_pub
-)]
-
 use rollgate::stats::{
     compare_histograms, fisher_exact_one_sided, hodges_lehmann, mann_whitney_u_with, ratio_p_value,
     Alternative, Buckets, HistogramOptions, Method, MethodChoice, RatioInput,

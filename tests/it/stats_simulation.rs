@@ -3,17 +3,6 @@
 //! Debug builds simulate 1,000 rollouts per scenario; release builds (`cargo test --release`)
 //! the full 10,000 of the documented table.
 
-// Test code may unwrap, panic and cast; its helpers are `pub` for the modules sharing them.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation,
-    clippy::cast_possible_wrap,
-    clippy::cast_sign_loss,
-    unreachable_pub
-)]
-
 use rollgate::stats::{
     histogram_scenarios, latency_scenarios, simulate, simulate_histogram, simulate_latency,
     standard_scenarios_with, Design, SimulationRow,
