@@ -9,11 +9,12 @@ use chrono::{DateTime, Utc};
 use clap::{Args, Subcommand};
 
 use crate::engine::{Engine, EvalOptions};
-use crate::prometheus::{Backend, Client};
 use crate::spec::duration::parse_duration;
 use crate::spec::{MetricKind, Provider};
 
-use super::dry_run::{address_policy, load_metrics, parse_arg, parse_time, OutputFormat};
+use super::dry_run::{
+    address_policy, load_metrics, open_backend, parse_arg, parse_time, OutputFormat,
+};
 use super::exit;
 use super::stdout::outln;
 
@@ -52,6 +53,10 @@ pub struct FleetQuery {
     /// Replace every metric's Prometheus address (e.g. a port-forward: http://127.0.0.1:9090).
     #[arg(long, value_name = "URL")]
     pub prometheus: Option<String>,
+
+    /// Answer queries from a recording (`dry-run --record`) instead of a server (no cluster needed).
+    #[arg(long, value_name = "FILE")]
+    pub replay: Option<PathBuf>,
 
     /// Read the fleet at this time (RFC 3339) instead of now.
     #[arg(long, value_name = "RFC3339", value_parser = parse_time)]
@@ -99,7 +104,7 @@ fn execute(plan: bool, q: &FleetQuery) -> Result<(), String> {
         ));
     }
     let engine = Engine::new(
-        Backend::Live(Client::new()),
+        open_backend(q.replay.as_deref(), false)?,
         address_policy(q.prometheus.as_deref())?,
     );
     let runtime = tokio::runtime::Builder::new_current_thread()
