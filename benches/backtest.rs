@@ -8,6 +8,17 @@
 //! `cargo bench --bench backtest`; `BPERF_OUT=/tmp/b.data cargo bench --bench backtest` records
 //! the batched run with `perf record` (cpu-clock, DWARF call graphs) for `perf report -i`.
 
+// Test code may unwrap, panic and cast; its helpers are `pub` for the modules sharing them.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss,
+    unreachable_pub
+)]
+
 #[path = "../tests/support/mod.rs"]
 mod support;
 

@@ -3,6 +3,17 @@
 //! Run with `cargo bench --bench condition_eval`. One thread, a bounded number of
 //! iterations (and at most a few seconds per measurement).
 
+// Test code may unwrap, panic and cast; its helpers are `pub` for the modules sharing them.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss,
+    unreachable_pub
+)]
+
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 

@@ -12,6 +12,17 @@
 //! with `holdFor` FLEET_HOLD_FOR (default 10m; empty for none); the plain side sends the held
 //! queries too.
 
+// Test code may unwrap, panic and cast; its helpers are `pub` for the modules sharing them.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss,
+    unreachable_pub
+)]
+
 #[path = "../tests/support/mod.rs"]
 mod support;
 
@@ -35,6 +46,7 @@ struct Counting;
 static LIVE: AtomicUsize = AtomicUsize::new(0);
 static PEAK: AtomicUsize = AtomicUsize::new(0);
 
+#[allow(unsafe_code)] // the lint table denies it; a counting allocator cannot do without
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         let p = unsafe { System.alloc(layout) };

@@ -14,6 +14,17 @@
 //!
 //! Run: `cargo bench --bench gob_decode` (env `BENCH_ROUNDS`, `BENCH_MAX_MIB` up to 48).
 
+// Test code may unwrap, panic and cast; its helpers are `pub` for the modules sharing them.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss,
+    unreachable_pub
+)]
+
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 

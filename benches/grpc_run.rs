@@ -16,6 +16,17 @@
 //!
 //! `cargo bench --bench grpc_run`
 
+// Test code may unwrap, panic and cast; its helpers are `pub` for the modules sharing them.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss,
+    unreachable_pub
+)]
+
 #[path = "../tests/grpc_support/mod.rs"]
 mod grpc_support;
 #[path = "../tests/support/mod.rs"]

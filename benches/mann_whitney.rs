@@ -5,6 +5,17 @@
 //!
 //! `cargo bench --bench mann_whitney [-- N]` (N samples per side, default 1,000,000).
 
+// Test code may unwrap, panic and cast; its helpers are `pub` for the modules sharing them.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss,
+    unreachable_pub
+)]
+
 use std::io::Write;
 use std::process::Command;
 use std::time::{Duration, Instant};

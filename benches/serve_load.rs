@@ -22,6 +22,17 @@
 //!
 //! The machine is shared: compare the ratio, and read absolute figures with the load noted.
 
+// Test code may unwrap, panic and cast; its helpers are `pub` for the modules sharing them.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss,
+    unreachable_pub
+)]
+
 #[path = "../tests/serve_common/mod.rs"]
 mod serve_common;
 #[path = "../tests/support/mod.rs"]

@@ -14,6 +14,17 @@
 //! `cargo bench --bench soak` (about 20 minutes on 2 cores);
 //! `SOAK_RUNS=100000 SOAK_SERVE_SECONDS=60 cargo bench --bench soak` for a short one.
 
+// Test code may unwrap, panic and cast; its helpers are `pub` for the modules sharing them.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss,
+    unreachable_pub
+)]
+
 #[path = "../tests/serve_common/mod.rs"]
 mod serve_common;
 #[path = "../tests/support/mod.rs"]

@@ -9,6 +9,17 @@
 //! - With `--sizes`: events (or samples) per side needed for 80 % detection, by bisection on the
 //!   simulated detection rate.
 
+// Test code may unwrap, panic and cast; its helpers are `pub` for the modules sharing them.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss,
+    unreachable_pub
+)]
+
 use rollgate::stats::{
     histogram_scenarios, latency_scenarios, look_alpha, simulate, simulate_histogram,
     simulate_latency, standard_scenarios_with, Design, Direction, DistOptions, LatencyScenario,

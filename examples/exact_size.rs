@@ -5,6 +5,17 @@
 //!
 //! `cargo run --release --example exact_size` (about half a minute).
 
+// Test code may unwrap, panic and cast; its helpers are `pub` for the modules sharing them.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss,
+    unreachable_pub
+)]
+
 use rollgate::stats::{ratio_p_value, RatioInput, StatsError};
 
 /// Binomial probabilities of 0..=n (log-space recurrence; fine for these sizes).

@@ -13,7 +13,7 @@ use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::EnvFilter;
 
 /// The levels plugin mode accepts, most severe first.
-pub const LOG_LEVELS: [&str; 5] = ["error", "warn", "info", "debug", "trace"];
+pub(crate) const LOG_LEVELS: [&str; 5] = ["error", "warn", "info", "debug", "trace"];
 
 /// A plugin log level that is not one of [`LOG_LEVELS`] nor a list of `target=level`
 /// directives with such levels.
@@ -22,7 +22,7 @@ pub const LOG_LEVELS: [&str; 5] = ["error", "warn", "info", "debug", "trace"];
     "invalid log level {value:?} (from {given_by}): expected one of error, warn, info, debug, \
      trace, or comma-separated directives such as \"info,rollgate=debug\""
 )]
-pub struct LogLevelError {
+pub(crate) struct LogLevelError {
     /// The value given.
     pub value: String,
     /// Where it came from (`--log-level` or `ROLLGATE_LOG`).
@@ -32,7 +32,7 @@ pub struct LogLevelError {
 /// Checks a plugin log level: a level of [`LOG_LEVELS`] or comma-separated `level` /
 /// `target=level` directives. Anything else is refused rather than silently read as a target
 /// name (EnvFilter takes `verbose` for "everything under the target verbose").
-pub fn plugin_log_filter(value: &str, source: &str) -> Result<EnvFilter, LogLevelError> {
+pub(crate) fn plugin_log_filter(value: &str, source: &str) -> Result<EnvFilter, LogLevelError> {
     let err = || LogLevelError {
         value: value.to_string(),
         given_by: source.to_string(),
@@ -55,7 +55,7 @@ pub fn plugin_log_filter(value: &str, source: &str) -> Result<EnvFilter, LogLeve
 /// Installs JSON logging for plugin mode: one hclog line per event on stderr, with `@level`,
 /// `@message`, `@timestamp` (`2006-01-02T15:04:05.000000Z07:00`), `@module` and the event's
 /// fields. Does nothing if a subscriber is already installed.
-pub fn init_hclog_logging(filter: EnvFilter) {
+pub(crate) fn init_hclog_logging(filter: EnvFilter) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -64,7 +64,7 @@ pub fn init_hclog_logging(filter: EnvFilter) {
 }
 
 /// Keeps `serve`'s log writer thread running; dropping it writes out what is still queued.
-pub type LogGuard = tracing_appender::non_blocking::WorkerGuard;
+pub(crate) type LogGuard = tracing_appender::non_blocking::WorkerGuard;
 
 /// Installs `serve`'s logging on stderr, hclog JSON lines or text, through tracing-appender's
 /// non-blocking writer: requests only queue their line; one thread of its own writes them,
@@ -72,7 +72,7 @@ pub type LogGuard = tracing_appender::non_blocking::WorkerGuard;
 /// once). Under load this turns one `write(2)` per access-log line on the request's worker into
 /// one per batch. Not lossy: when 128,000 lines are queued, requests wait for the writer
 /// rather than drop lines. Hold the guard until the server has stopped.
-pub fn init_serve_logging(level: &str, json: bool) -> LogGuard {
+pub(crate) fn init_serve_logging(level: &str, json: bool) -> LogGuard {
     let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
         .lossy(false)
         .thread_name("rollgate-log")
@@ -97,19 +97,19 @@ pub fn init_serve_logging(level: &str, json: bool) -> LogGuard {
 /// The hclog JSON line (without the newline) that reports a start-up failure at `error`:
 /// go-plugin hosts log a JSON line at its `@level`, and plain text only at debug (unless it
 /// starts with `[ERROR]`), so this is how a failure reaches the controller's log.
-pub fn startup_error_line(message: &str) -> String {
+pub(crate) fn startup_error_line(message: &str) -> String {
     hclog_json("error", message, "rollgate", &Utc::now(), b"")
 }
 
 /// Writes [`startup_error_line`] to stderr.
-pub fn report_startup_error(message: &str) {
+pub(crate) fn report_startup_error(message: &str) {
     use std::io::Write;
     let mut err = std::io::stderr().lock();
     let _ = writeln!(err, "{}", startup_error_line(message)).and_then(|()| err.flush());
 }
 
 /// Installs human-readable logging on stderr for the command line.
-pub fn init_cli_logging(level: &str) {
+pub(crate) fn init_cli_logging(level: &str) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter(level))
         .with_writer(std::io::stderr)
@@ -135,7 +135,7 @@ fn hclog_level(level: &Level) -> &'static str {
 
 /// Formats events as hclog JSON lines.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct HclogJson;
+pub(crate) struct HclogJson;
 
 impl<S, N> FormatEvent<S, N> for HclogJson
 where

@@ -10,9 +10,13 @@ use serde_json::{Map, Value};
 /// An Argo Rollouts analysis phase.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum Phase {
+    /// The metric passed.
     Successful,
+    /// The metric failed.
     Failed,
+    /// Neither passed nor failed (too little data, or neither condition held).
     Inconclusive,
+    /// rollgate could not judge (never looks like Successful).
     Error,
     /// In flight: Argo calls `Resume` at or after `resume_at`.
     Running,
@@ -84,6 +88,7 @@ impl fmt::Display for Phase {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Measurement {
+    /// The verdict.
     pub phase: Phase,
     /// One sentence saying why the phase was reached.
     pub message: String,
@@ -91,9 +96,11 @@ pub struct Measurement {
     pub value: String,
     /// Resolved queries, counts, statistics. Never secrets.
     pub metadata: BTreeMap<String, String>,
+    /// When the measurement began.
     pub started_at: DateTime<Utc>,
     /// `None` while in flight (phase Running).
     pub finished_at: Option<DateTime<Utc>>,
+    /// When a Running measurement wants to be measured again.
     pub resume_at: Option<DateTime<Utc>>,
 }
 

@@ -23,7 +23,7 @@ use tokio::sync::watch;
 
 /// Which signals end the process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Signals {
+pub(crate) enum Signals {
     /// SIGTERM only; SIGINT is ignored, as go-plugin plugins do (the host decides when the
     /// plugin ends; a Ctrl-C at the host's terminal reaches the whole process group).
     TermOnly,
@@ -33,7 +33,7 @@ pub enum Signals {
 
 /// Resolves once shutdown was asked for; clone it for every server that must stop.
 #[derive(Debug, Clone)]
-pub struct Shutdown {
+pub(crate) struct Shutdown {
     rx: watch::Receiver<Option<&'static str>>,
     /// [`Shutdown::never`]'s own sender, kept so the channel never reads as closed.
     _never: Option<Arc<watch::Sender<Option<&'static str>>>>,
@@ -41,19 +41,19 @@ pub struct Shutdown {
 
 /// Asks every [`Shutdown`] of its [`channel`] to resolve.
 #[derive(Debug)]
-pub struct Trigger {
+pub(crate) struct Trigger {
     tx: watch::Sender<Option<&'static str>>,
 }
 
 /// A trigger and the shutdown it fires.
-pub fn channel() -> (Trigger, Shutdown) {
+pub(crate) fn channel() -> (Trigger, Shutdown) {
     let (tx, rx) = watch::channel(None);
     (Trigger { tx }, Shutdown { rx, _never: None })
 }
 
 impl Trigger {
     /// Resolves the shutdowns with `reason` (the first reason given stays).
-    pub fn fire(&self, reason: &'static str) {
+    pub(crate) fn fire(&self, reason: &'static str) {
         self.tx.send_if_modified(|r| {
             let first = r.is_none();
             if first {
@@ -67,7 +67,8 @@ impl Trigger {
 impl Shutdown {
     /// A shutdown that never comes (for servers embedded in tests or other programs that end
     /// them by other means).
-    pub fn never() -> Shutdown {
+    #[cfg(test)]
+    pub(crate) fn never() -> Shutdown {
         let (tx, rx) = watch::channel(None);
         Shutdown {
             rx,
@@ -76,13 +77,14 @@ impl Shutdown {
     }
 
     /// Whether shutdown was asked for already.
-    pub fn is_triggered(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_triggered(&self) -> bool {
         self.rx.borrow().is_some()
     }
 
     /// Waits for the shutdown; returns its reason (e.g. `"SIGTERM"`). The future owns the
     /// handle (and is `Send + 'static`), so it can be handed to a server as its stop future.
-    pub async fn wait(mut self) -> &'static str {
+    pub(crate) async fn wait(mut self) -> &'static str {
         let reason = self.rx.wait_for(Option::is_some).await.map(|r| *r);
         match reason {
             Ok(Some(reason)) => reason,
@@ -94,7 +96,7 @@ impl Shutdown {
 
 /// Installs the handlers for `which` on a thread of their own and returns the shutdown they
 /// fire. Fails if the thread or the handlers cannot be set up.
-pub fn on_signals(which: Signals) -> io::Result<Shutdown> {
+pub(crate) fn on_signals(which: Signals) -> io::Result<Shutdown> {
     let (trigger, shutdown) = channel();
     let (ready_tx, ready_rx) = std::sync::mpsc::channel::<io::Result<()>>();
     std::thread::Builder::new()

@@ -18,7 +18,7 @@ const METRIC_CACHE_SIZE: usize = 4096;
 /// every interval, and parsing it (PromQL, regexes, conditions) costs more than the whole
 /// protocol, so results are kept by the metric's wire form less its name (metrics of many runs
 /// share a spec).
-pub fn metric_from_argo(metric: &ArgoMetric) -> Result<Arc<Metric>, SpecError> {
+pub(crate) fn metric_from_argo(metric: &ArgoMetric) -> Result<Arc<Metric>, SpecError> {
     type Cache = Mutex<HashMap<ArgoMetric, Result<Arc<Metric>, SpecError>>>;
     static CACHE: OnceLock<Cache> = OnceLock::new();
     let cache = CACHE.get_or_init(Cache::default);

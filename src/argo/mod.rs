@@ -16,12 +16,12 @@ use chrono::{DateTime, Utc};
 
 use crate::measurement::Phase;
 
-pub use metric::metric_from_argo;
-pub use provider::{ArgoProvider, MEASUREMENT_BUDGET, PROVIDER_TYPE};
+pub(crate) use metric::metric_from_argo;
+pub(crate) use provider::{ArgoProvider, MEASUREMENT_BUDGET, PROVIDER_TYPE};
 
 /// The part of an AnalysisRun rollgate needs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct AnalysisRunRef {
+pub(crate) struct AnalysisRunRef {
     pub name: String,
     pub namespace: String,
     pub uid: String,
@@ -41,7 +41,7 @@ impl AnalysisRunRef {
     /// reaches `count`, retries an Error without counting it, and schedules the next
     /// measurement `interval` after the previous one finished. So `Count` is this check's
     /// 0-based position; wall time drifts ahead of it.
-    pub fn checks_done(&self, metric: &str) -> Option<u32> {
+    pub(crate) fn checks_done(&self, metric: &str) -> Option<u32> {
         self.checks_done
             .as_ref()
             .map(|done| done.get(metric).copied().unwrap_or(0))
@@ -52,7 +52,7 @@ impl AnalysisRunRef {
 /// `count` and the completed, non-Error measurements still listed (the list is trimmed to the
 /// measurement-history limit, 10 by default, so it can only undercount; a caller that fills in
 /// only the list still gets its length).
-pub fn completed_checks(count: i64, phases: impl IntoIterator<Item = Phase>) -> u32 {
+pub(crate) fn completed_checks(count: i64, phases: impl IntoIterator<Item = Phase>) -> u32 {
     let listed = phases
         .into_iter()
         .filter(|p| matches!(p, Phase::Successful | Phase::Failed | Phase::Inconclusive))
@@ -63,7 +63,7 @@ pub fn completed_checks(count: i64, phases: impl IntoIterator<Item = Phase>) -> 
 
 /// Kubernetes' `intstr.IntOrString`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum IntOrString {
+pub(crate) enum IntOrString {
     /// A number (the wire holds an int32; wider callers may send more, judged by
     /// [`crate::spec::argo_count`]).
     Int(i64),
@@ -72,7 +72,7 @@ pub enum IntOrString {
 
 /// Argo's Metric as sent by the controller, reduced to what rollgate uses.
 #[derive(Clone, Default, PartialEq, Eq, Hash)]
-pub struct ArgoMetric {
+pub(crate) struct ArgoMetric {
     pub name: String,
     pub interval: String,
     pub initial_delay: String,

@@ -14,25 +14,25 @@ use crate::measurement::Measurement;
 use crate::spec::SpecError;
 
 /// What `Type()` answers: Argo's own name for plugin providers.
-pub const PROVIDER_TYPE: &str = "RPCPlugin";
+pub(crate) const PROVIDER_TYPE: &str = "RPCPlugin";
 
 /// The overall time one measurement may take, retries included. The controller sets no
 /// deadline of its own, and a hung analysis worker would stall every rollout it serves.
-pub const MEASUREMENT_BUDGET: Duration = Duration::from_secs(120);
+pub(crate) const MEASUREMENT_BUDGET: Duration = Duration::from_secs(120);
 
 /// Argo's metric-provider calls over an engine (the metric cache is [`metric_from_argo`]'s).
-pub struct ArgoProvider {
+pub(crate) struct ArgoProvider {
     engine: Arc<Engine>,
 }
 
 impl ArgoProvider {
     /// A provider that measures with `engine`.
-    pub fn new(engine: Arc<Engine>) -> ArgoProvider {
+    pub(crate) fn new(engine: Arc<Engine>) -> ArgoProvider {
         ArgoProvider { engine }
     }
 
     /// `Run`: measures `metric` as the check of `run` it is.
-    pub async fn run(&self, run: &AnalysisRunRef, metric: &ArgoMetric) -> Measurement {
+    pub(crate) async fn run(&self, run: &AnalysisRunRef, metric: &ArgoMetric) -> Measurement {
         match metric_from_argo(metric) {
             Ok(m) => self.engine.measure(&m, &options(run, metric)).await,
             Err(e) => invalid_spec(metric, &e),
@@ -40,7 +40,7 @@ impl ArgoProvider {
     }
 
     /// `Resume`: continues the in-flight measurement `previous`.
-    pub async fn resume(
+    pub(crate) async fn resume(
         &self,
         run: &AnalysisRunRef,
         metric: &ArgoMetric,
@@ -57,12 +57,12 @@ impl ArgoProvider {
     }
 
     /// `Terminate`: ends the in-flight measurement `previous`.
-    pub fn terminate(&self, previous: &Measurement) -> Measurement {
+    pub(crate) fn terminate(&self, previous: &Measurement) -> Measurement {
         self.engine.terminate(previous)
     }
 
     /// `GetMetadata`: the metric's description, or the reason its spec is invalid.
-    pub fn metadata(&self, metric: &ArgoMetric) -> BTreeMap<String, String> {
+    pub(crate) fn metadata(&self, metric: &ArgoMetric) -> BTreeMap<String, String> {
         match metric_from_argo(metric) {
             Ok(m) => self.engine.describe(&m),
             Err(e) => BTreeMap::from([("error".to_string(), e.to_string())]),

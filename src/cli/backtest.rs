@@ -33,7 +33,7 @@ use super::output::{print_columns, shorten};
 use super::{backtest_plot, backtest_releases};
 
 /// The default of `--max-checks`.
-pub const DEFAULT_MAX_CHECKS: u64 = 100_000;
+pub(crate) const DEFAULT_MAX_CHECKS: u64 = 100_000;
 
 /// Arguments of `rollgate backtest`.
 #[derive(Debug, Args)]
@@ -63,7 +63,7 @@ pub struct BacktestArgs {
     pub args: Vec<(String, String)>,
 
     #[command(flatten)]
-    pub source: SourceArgs,
+    pub(crate) source: SourceArgs,
 
     /// Draw the timeline of every metric to this SVG file.
     #[arg(long, value_name = "FILE")]
@@ -101,7 +101,7 @@ pub(super) struct Outcome {
 }
 
 /// Runs the backtest and returns the exit code (as `dry-run`'s, for the run's phase).
-pub fn run(args: BacktestArgs) -> u8 {
+pub(crate) fn run(args: BacktestArgs) -> u8 {
     match execute(&args) {
         Ok(code) => code,
         Err(message) => {
@@ -321,7 +321,9 @@ fn planned_checks(metrics: &[RunMetric], from: DateTime<Utc>, to: DateTime<Utc>)
             let by_window = match m.interval {
                 Some(i) if !i.is_zero() => {
                     let usable = window.saturating_sub(m.initial_delay.unwrap_or_default());
-                    (usable.as_millis() / i.as_millis()) as u64 + 1
+                    u64::try_from(usable.as_millis() / i.as_millis())
+                        .unwrap_or(u64::MAX)
+                        .saturating_add(1)
                 }
                 _ => 1,
             };
@@ -496,7 +498,10 @@ pub(super) fn summary(o: &Outcome) -> String {
     let phase = o.sim.phase();
     let at = o.ended_at.format("%Y-%m-%d %H:%M:%S UTC");
     let elapsed = format_duration(Duration::from_secs(
-        (o.ended_at - o.started_at).num_seconds().max(0) as u64,
+        (o.ended_at - o.started_at)
+            .num_seconds()
+            .max(0)
+            .unsigned_abs(),
     ));
     let decided = o
         .sim

@@ -28,7 +28,7 @@ pub struct DashboardArgs {
 
 /// Prints the dashboard JSON; 0 when printed, 3 when the template cannot be read or has no
 /// rollgate metric.
-pub fn run(args: DashboardArgs) -> u8 {
+pub(crate) fn run(args: DashboardArgs) -> u8 {
     match render(&args) {
         Ok(text) => {
             super::stdout::print(format_args!("{text}\n"));
@@ -42,7 +42,7 @@ pub fn run(args: DashboardArgs) -> u8 {
 }
 
 /// The JSON text `run` prints.
-pub fn render(args: &DashboardArgs) -> Result<String, String> {
+pub(crate) fn render(args: &DashboardArgs) -> Result<String, String> {
     let text = std::fs::read_to_string(&args.file)
         .map_err(|e| format!("cannot read {}: {e}", args.file.display()))?;
     let source = args.file.display().to_string();

@@ -31,7 +31,7 @@ pub struct DryRunArgs {
     pub at: Option<DateTime<Utc>>,
 
     #[command(flatten)]
-    pub source: SourceArgs,
+    pub(crate) source: SourceArgs,
 
     /// Evaluate only the metric with this name.
     #[arg(long, value_name = "NAME")]
@@ -44,7 +44,7 @@ pub struct DryRunArgs {
 
 /// Where queries go and how results are printed; shared by `dry-run` and `backtest`.
 #[derive(Debug, Args)]
-pub struct SourceArgs {
+pub(crate) struct SourceArgs {
     /// Replace every metric's Prometheus address (e.g. a port-forward: http://127.0.0.1:9090).
     #[arg(long, value_name = "URL")]
     pub prometheus: Option<String>,
@@ -64,7 +64,7 @@ pub struct SourceArgs {
 
 /// How results are printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum OutputFormat {
+pub(crate) enum OutputFormat {
     Table,
     Json,
 }
@@ -83,7 +83,7 @@ pub(super) fn parse_time(s: &str) -> Result<DateTime<Utc>, String> {
 }
 
 /// Runs the dry run and returns the exit code.
-pub fn run(args: DryRunArgs) -> u8 {
+pub(crate) fn run(args: DryRunArgs) -> u8 {
     match execute(&args) {
         Ok(code) => code,
         Err(message) => {
@@ -217,7 +217,7 @@ async fn evaluate_all(engine: &Engine, work: &[(String, Metric)], args: &DryRunA
 }
 
 /// The dry-run exit code for an overall phase.
-pub fn exit_code(phase: Phase) -> u8 {
+pub(crate) fn exit_code(phase: Phase) -> u8 {
     match phase {
         Phase::Successful => exit::SUCCESSFUL,
         Phase::Failed => exit::FAILED,

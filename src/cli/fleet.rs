@@ -64,7 +64,7 @@ pub struct FleetQuery {
 
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value_t = OutputFormat::Table)]
-    pub output: OutputFormat,
+    pub(crate) output: OutputFormat,
 
     /// Overall time allowed per metric, retries included.
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
@@ -75,7 +75,7 @@ pub struct FleetQuery {
 const NAMED_WHEN_AT_MOST: usize = 8;
 
 /// Runs `rollgate fleet ...`; exit 0 when printed, 3 when the template or the gate cannot be read.
-pub fn run(args: FleetArgs) -> u8 {
+pub(crate) fn run(args: FleetArgs) -> u8 {
     let (what, query) = match &args.command {
         FleetCommand::Plan(q) => ("plan", q),
         FleetCommand::Versions(q) => ("versions", q),

@@ -23,11 +23,11 @@ pub use dry_run::DryRunArgs;
 pub use serve::ServeArgs;
 
 /// Exit codes of `dry-run` (and of other verdict-printing commands).
-pub mod exit {
-    pub const SUCCESSFUL: u8 = 0;
-    pub const FAILED: u8 = 1;
-    pub const INCONCLUSIVE: u8 = 2;
-    pub const ERROR: u8 = 3;
+pub(crate) mod exit {
+    pub(crate) const SUCCESSFUL: u8 = 0;
+    pub(crate) const FAILED: u8 = 1;
+    pub(crate) const INCONCLUSIVE: u8 = 2;
+    pub(crate) const ERROR: u8 = 3;
 }
 
 /// rollgate judges progressive deliveries: an Argo Rollouts metric plugin, a Flagger webhook,
@@ -46,6 +46,10 @@ pub struct Cli {
     #[arg(long, global = true, env = "ROLLGATE_LOG", default_value = "warn")]
     pub log_level: String,
 
+    // Not a doc comment: clap would read it as help text.
+    #[allow(missing_docs)]
+    // Not a doc comment: clap would read it as help text.
+    #[allow(missing_docs)]
     #[command(subcommand)]
     pub command: Command,
 }

@@ -7,7 +7,7 @@ use serde_json::json;
 use crate::measurement::{JsonKeys, JsonLabels, Measurement, Phase};
 
 /// One metric's line of output; `measurement` is `None` for a provider rollgate skips.
-pub struct Row {
+pub(crate) struct Row {
     pub template: String,
     pub metric: String,
     pub kind: String,
@@ -15,7 +15,7 @@ pub struct Row {
 }
 
 /// Prints an aligned table and the overall verdict.
-pub fn print_table(rows: &[Row], overall: Phase, show_template: bool) {
+pub(crate) fn print_table(rows: &[Row], overall: Phase, show_template: bool) {
     let mut lines: Vec<Vec<String>> = vec![vec![
         "METRIC".into(),
         "KIND".into(),
@@ -49,7 +49,7 @@ pub fn print_table(rows: &[Row], overall: Phase, show_template: bool) {
 }
 
 /// Prints one JSON document with every measurement and the overall verdict.
-pub fn print_json(rows: &[Row], overall: Phase, at: Option<DateTime<Utc>>) {
+pub(crate) fn print_json(rows: &[Row], overall: Phase, at: Option<DateTime<Utc>>) {
     let metrics: Vec<_> = rows
         .iter()
         .map(|r| match &r.measurement {

@@ -49,7 +49,7 @@ pub enum Protocol {
 }
 
 /// Whether the process was started by a plugin host (the cookie's key is present at all).
-pub fn started_by_host() -> bool {
+pub(crate) fn started_by_host() -> bool {
     std::env::var_os(crate::plugin_host::COOKIE_KEY).is_some()
 }
 
@@ -109,7 +109,7 @@ fn configure() -> Result<(PluginArgs, EnvFilter, AddressPolicy), String> {
 
 /// Serves the controller until it says Quit; returns the exit code. Every start-up failure is
 /// one hclog JSON line at `error` on stderr, which the controller logs at error level.
-pub fn run() -> u8 {
+pub(crate) fn run() -> u8 {
     if let Err(e) = check_cookie() {
         crate::logging::report_startup_error(&e.to_string());
         return 1;

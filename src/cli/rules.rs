@@ -127,7 +127,7 @@ pub(super) fn parse_arg(s: &str) -> Result<(String, String), String> {
 /// Prints the rules (YAML documents separated by `---`; what was not translated as comments,
 /// and on stderr) and returns the exit code: 0 when printed, 3 when the template cannot be
 /// read or no metric gives a rule.
-pub fn run(args: RulesArgs) -> u8 {
+pub(crate) fn run(args: RulesArgs) -> u8 {
     match render(&args) {
         Ok((text, notes)) => {
             for note in &notes {
@@ -144,7 +144,7 @@ pub fn run(args: RulesArgs) -> u8 {
 }
 
 /// The YAML text `run` prints, and the notes on what was not translated (also in the text).
-pub fn render(args: &RulesArgs) -> Result<(String, Vec<String>), String> {
+pub(crate) fn render(args: &RulesArgs) -> Result<(String, Vec<String>), String> {
     let text = std::fs::read_to_string(&args.file)
         .map_err(|e| format!("cannot read {}: {e}", args.file.display()))?;
     let source = args.file.display().to_string();

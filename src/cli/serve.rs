@@ -126,7 +126,7 @@ fn log_filter(level: &str) -> String {
 
 /// Runs the server until SIGTERM/SIGINT; returns the exit code (0 after a clean shutdown,
 /// 1 when it could not start).
-pub fn run(args: ServeArgs, log_level: &str) -> u8 {
+pub(crate) fn run(args: ServeArgs, log_level: &str) -> u8 {
     let filter = log_filter(log_level);
     // Held until the server has stopped: dropping it writes out the queued lines.
     let _log_writer =

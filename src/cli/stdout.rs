@@ -9,6 +9,9 @@ use std::io::{ErrorKind, Write};
 use super::exit;
 
 /// Writes `args` to standard output and flushes it.
+// Exits from here: the caller is deep in a command's output, and a closed pipe ends the whole
+// process (as ripgrep does); there is nothing left to unwind to.
+#[allow(clippy::exit)]
 pub(crate) fn print(args: std::fmt::Arguments<'_>) {
     let mut out = std::io::stdout().lock();
     if let Err(e) = out.write_fmt(args).and_then(|()| out.flush()) {

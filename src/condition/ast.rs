@@ -88,7 +88,7 @@ pub(crate) enum BinaryOp {
 
 impl BinaryOp {
     /// The operator as written in the source.
-    pub fn symbol(self) -> &'static str {
+    pub(crate) fn symbol(self) -> &'static str {
         match self {
             BinaryOp::Eq => "==",
             BinaryOp::Ne => "!=",

@@ -50,7 +50,7 @@ impl fmt::Display for Ty {
 impl Ty {
     /// The Go type Argo's providers give `result` for this value: a Prometheus scalar is
     /// `float64`, a vector or matrix `[]float64`, a JSON object `map[string]interface {}`.
-    pub fn of_result(v: &Value) -> Ty {
+    pub(crate) fn of_result(v: &Value) -> Ty {
         match v {
             Value::Nil => Ty::Nil,
             Value::Bool(_) => Ty::Bool,

@@ -7,7 +7,9 @@ use std::fmt;
 pub struct Position {
     /// Byte offset into the source.
     pub offset: usize,
+    /// 1-based line.
     pub line: usize,
+    /// 1-based column, in characters.
     pub column: usize,
 }
 
@@ -38,47 +40,87 @@ impl fmt::Display for Position {
 pub enum ConditionError {
     /// The text is not a valid expression.
     #[error("syntax error at {position}: {message}")]
-    Syntax { message: String, position: Position },
+    Syntax {
+        /// What the parser expected.
+        message: String,
+        /// Where in the source.
+        position: Position,
+    },
     /// A variable that the environment does not define.
     #[error("unknown name `{name}` at {position} (the condition can only refer to `result`)")]
-    UnknownName { name: String, position: Position },
+    UnknownName {
+        /// The name as written.
+        name: String,
+        /// Where in the source.
+        position: Position,
+    },
     /// A call to a function that neither expr nor Argo defines (or that rollgate does not support).
     #[error("unknown function `{name}` at {position}{}", hint.map(|h| format!(" ({h})")).unwrap_or_default())]
     UnknownFunction {
+        /// The function as written.
         name: String,
+        /// Where in the source.
         position: Position,
+        /// What to use instead, where there is something.
         hint: Option<&'static str>,
     },
     /// A call with the wrong number of arguments.
     #[error("{function}() at {position} takes {expected} argument(s), got {got}")]
     ArgumentCount {
+        /// The function.
         function: &'static str,
+        /// How many it takes, e.g. `1 or 2`.
         expected: &'static str,
+        /// How many it was given.
         got: usize,
+        /// Where in the source.
         position: Position,
     },
     /// Nesting beyond what the evaluator allows (protects the stack).
     #[error("expression nested too deeply at {position} (the limit is {limit} levels)")]
-    TooDeep { limit: usize, position: Position },
+    TooDeep {
+        /// The nesting limit.
+        limit: usize,
+        /// Where in the source.
+        position: Position,
+    },
     /// More syntax nodes than the evaluator allows.
     #[error("expression too large (the limit is {limit} nodes)")]
-    TooLarge { limit: usize },
+    TooLarge {
+        /// The node limit.
+        limit: usize,
+    },
     /// expr's compile-time type check failed for the type `result` has (Argo compiles each
     /// condition against its result, so this depends on the result's type).
     #[error("{message}")]
-    Type { message: String },
+    Type {
+        /// expr's message.
+        message: String,
+    },
     /// A `matches` pattern that is not a valid regular expression.
     #[error("invalid regular expression `{pattern}`: {message}")]
-    Regex { pattern: String, message: String },
+    Regex {
+        /// The pattern.
+        pattern: String,
+        /// Why it does not compile.
+        message: String,
+    },
     /// The condition produced something other than `true` or `false`.
     #[error("the condition must evaluate to a boolean, but it gave {type_name} `{value}`")]
     NotBoolean {
+        /// expr's name of the type it gave.
         type_name: &'static str,
+        /// A preview of the value.
         value: String,
     },
     /// An index past either end of an array or string.
     #[error("index {index} out of range (length {length})")]
-    IndexOutOfRange { index: i64, length: usize },
+    IndexOutOfRange {
+        /// The index asked for.
+        index: i64,
+        /// The length of the array or string.
+        length: usize,
+    },
     /// Integer `%` by zero.
     #[error("integer division by zero")]
     DivisionByZero,
@@ -88,12 +130,19 @@ pub enum ConditionError {
     /// A function rejected its arguments.
     #[error("{function}(): {message}")]
     Function {
+        /// The function.
         function: &'static str,
+        /// Why it refused.
         message: String,
     },
     /// The evaluation built too much data or ran too many predicate steps.
     #[error("evaluation budget exceeded: {what} (the limit is {limit})")]
-    BudgetExceeded { what: &'static str, limit: u64 },
+    BudgetExceeded {
+        /// Which budget ran out.
+        what: &'static str,
+        /// Its limit.
+        limit: u64,
+    },
 }
 
 impl ConditionError {

@@ -7,7 +7,7 @@ use super::ast::{BinaryOp, Node, UnaryOp};
 use super::error::ConditionError;
 use super::functions::{apply, float_to_int, Function};
 use super::regex::Regex;
-use super::value::{go_equal, preview, weight, Value, NIL};
+use super::value::{go_equal, int_of_len, preview, weight, Value, NIL};
 
 /// Most array elements, map entries and 16-byte string chunks one evaluation may build
 /// (expr's default memory budget is the same number).
@@ -24,7 +24,7 @@ pub(crate) struct Budget {
 
 impl Budget {
     /// Accounts for `n` new elements.
-    pub fn charge(&self, n: usize) -> Result<(), Flow> {
+    pub(crate) fn charge(&self, n: usize) -> Result<(), Flow> {
         let total = self.alloc.get().saturating_add(n as u64);
         self.alloc.set(total);
         if total > ALLOC_LIMIT {
@@ -37,7 +37,7 @@ impl Budget {
     }
 
     /// Accounts for copies of `items`.
-    pub fn charge_copies(&self, items: &[Value]) -> Result<(), Flow> {
+    pub(crate) fn charge_copies(&self, items: &[Value]) -> Result<(), Flow> {
         self.charge(items.iter().fold(0, |n, i| n.saturating_add(weight(i))))
     }
 
@@ -53,7 +53,7 @@ impl Budget {
     }
 
     /// Accounts for a new string of `bytes` bytes.
-    pub fn charge_string(&self, bytes: usize) -> Result<(), Flow> {
+    pub(crate) fn charge_string(&self, bytes: usize) -> Result<(), Flow> {
         self.charge(bytes / 16 + 1)
     }
 
@@ -85,7 +85,7 @@ impl From<ConditionError> for Flow {
 
 impl Flow {
     /// The error this flow carries (a stray nil chain cannot happen; it maps to nil upstream).
-    pub fn into_error(self) -> ConditionError {
+    pub(crate) fn into_error(self) -> ConditionError {
         match self {
             Flow::Error(e) => *e,
             Flow::NilChain => {
@@ -267,7 +267,7 @@ fn variable<'a>(name: &str, cx: &Ctx<'a>) -> Eval<'a> {
 
 fn pointer<'a>(node: &Node, cx: &Ctx<'a>) -> Eval<'a> {
     match (node, cx.pointer) {
-        (Node::PointerIndex, Some((_, i))) => Ok(Cow::Owned(Value::Int(i as i64))),
+        (Node::PointerIndex, Some((_, i))) => Ok(Cow::Owned(Value::Int(int_of_len(i)))),
         (_, Some((item, _))) => Ok(Cow::Borrowed(item)),
         (_, None) => Err(op_error("`#` used outside a predicate".into())),
     }
@@ -457,7 +457,7 @@ fn index_of(v: &Value) -> Result<i64, Flow> {
 /// Resolves a possibly negative index against `len`.
 fn resolve(index: i64, len: usize) -> Result<usize, Flow> {
     let at = if index < 0 {
-        index.checked_add(len as i64)
+        index.checked_add(int_of_len(len))
     } else {
         Some(index)
     };
@@ -513,7 +513,7 @@ fn slice(
         let Some(v) = v else { return Ok(default) };
         let mut i = index_of(v)?;
         if i < 0 {
-            i = i.saturating_add(len as i64);
+            i = i.saturating_add(int_of_len(len));
         }
         Ok(usize::try_from(i.max(0)).unwrap_or(0).min(len))
     };
@@ -827,7 +827,7 @@ fn predicate_call<'a>(f: Function, args: &'a [Node], cx: &Ctx<'a>) -> Eval<'a> {
 /// `find` gives the element or nil, `findIndex` the index or -1.
 fn found_value(index: bool, found: Option<(usize, &Value)>) -> Value {
     match (index, found) {
-        (true, Some((i, _))) => Value::Int(i as i64),
+        (true, Some((i, _))) => Value::Int(int_of_len(i)),
         (true, None) => Value::Int(-1),
         (false, Some((_, v))) => v.clone(),
         (false, None) => Value::Nil,

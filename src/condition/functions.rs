@@ -6,7 +6,7 @@ use std::cmp::Ordering;
 use super::error::ConditionError;
 use super::eval::{Budget, Flow};
 use super::go_float::parse_go_float;
-use super::value::{weight, Value};
+use super::value::{int_of_len, weight, Value};
 
 /// Every callable function, resolved at compile time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -162,19 +162,19 @@ const UNSUPPORTED: &[&str] = &[
 
 impl Function {
     /// The function called `name`, if any.
-    pub fn lookup(name: &str) -> Option<Function> {
+    pub(crate) fn lookup(name: &str) -> Option<Function> {
         NAMES.iter().find(|(n, _)| *n == name).map(|(_, f)| *f)
     }
 
     /// Why `name` is not callable, when it is an expr builtin rollgate does not support.
-    pub fn unsupported_hint(name: &str) -> Option<&'static str> {
+    pub(crate) fn unsupported_hint(name: &str) -> Option<&'static str> {
         UNSUPPORTED
             .contains(&name)
             .then_some("an expr builtin that rollgate does not support")
     }
 
     /// The name as written in conditions.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         NAMES
             .iter()
             .find(|(_, f)| *f == self)
@@ -182,7 +182,7 @@ impl Function {
     }
 
     /// The argument layout of predicate builtins; `None` for plain functions.
-    pub fn predicate_args(self) -> Option<&'static [Arg]> {
+    pub(crate) fn predicate_args(self) -> Option<&'static [Arg]> {
         use Arg::*;
         Some(match self {
             Function::All
@@ -201,7 +201,7 @@ impl Function {
     }
 
     /// Minimum and maximum argument counts of plain functions (and how to say it).
-    pub fn arity(self) -> (usize, usize, &'static str) {
+    pub(crate) fn arity(self) -> (usize, usize, &'static str) {
         use Function::*;
         match self {
             Max | Min | Mean | Median => (1, usize::MAX, "at least 1"),
@@ -269,7 +269,10 @@ pub(crate) fn float_to_int(function: &'static str, f: f64) -> Result<i64, Condit
     // 2^63 is exactly representable; anything at or past it does not fit.
     const LIMIT: f64 = 9_223_372_036_854_775_808.0;
     if (-LIMIT..LIMIT).contains(&f) {
-        Ok(f.trunc() as i64)
+        // In range (checked just above), so the cast is exact after truncation.
+        #[allow(clippy::cast_possible_truncation)]
+        let i = f.trunc() as i64;
+        Ok(i)
     } else {
         Err(ConditionError::Function {
             function,
@@ -332,7 +335,7 @@ fn go_split(s: &str, sep: &str, n: i64) -> Vec<Value> {
     if n == 0 {
         return Vec::new();
     }
-    let limit = if n < 0 { usize::MAX } else { n as usize };
+    let limit = usize::try_from(n).unwrap_or(usize::MAX);
     let mut parts: Vec<Value> = Vec::new();
     if sep.is_empty() {
         let mut rest = s;
@@ -368,10 +371,10 @@ pub(crate) fn apply<'a>(
     let a0 = arg(0);
     match f {
         F::Len => match a0 {
-            Value::Array(a) => owned(Value::Int(a.len() as i64)),
-            Value::Map(m) => owned(Value::Int(m.len() as i64)),
+            Value::Array(a) => owned(Value::Int(int_of_len(a.len()))),
+            Value::Map(m) => owned(Value::Int(int_of_len(m.len()))),
             // Go's len counts bytes: len("héllo") is 6.
-            Value::String(s) => owned(Value::Int(s.len() as i64)),
+            Value::String(s) => owned(Value::Int(int_of_len(s.len()))),
             other => Err(Flow::from(ConditionError::InvalidOperation(format!(
                 "invalid argument for len (type {})",
                 other.type_name()
@@ -489,7 +492,7 @@ pub(crate) fn apply<'a>(
             let found = match (a0, arg(1)) {
                 (Value::Array(a), Value::Int(i)) => {
                     let i = if *i < 0 {
-                        i.checked_add(a.len() as i64)
+                        i.checked_add(int_of_len(a.len()))
                     } else {
                         Some(*i)
                     };
@@ -654,7 +657,7 @@ pub(crate) fn apply<'a>(
             } else {
                 s.rfind(sub)
             };
-            owned(Value::Int(at.map_or(-1, |i| i as i64)))
+            owned(Value::Int(at.map_or(-1, int_of_len)))
         }
         F::HasPrefix | F::HasSuffix => {
             let s = string_arg(f, a0)?;
@@ -713,7 +716,7 @@ mod tests {
 
     fn call(f: Function, args: Vec<Value>) -> Result<Value, ConditionError> {
         let budget = Budget::default();
-        let args: Vec<Cow<Value>> = args.into_iter().map(Cow::Owned).collect();
+        let args: Vec<Cow<'_, Value>> = args.into_iter().map(Cow::Owned).collect();
         apply(f, &args, &Value::Nil, &budget)
             .map(Cow::into_owned)
             .map_err(Flow::into_error)

@@ -22,16 +22,16 @@ pub(crate) struct Token {
 }
 
 impl Token {
-    pub fn is(&self, kind: Kind, value: &str) -> bool {
+    pub(crate) fn is(&self, kind: Kind, value: &str) -> bool {
         self.kind == kind && self.value == value
     }
 
-    pub fn is_op(&self, value: &str) -> bool {
+    pub(crate) fn is_op(&self, value: &str) -> bool {
         self.is(Kind::Operator, value)
     }
 
     /// How the token reads in an error message.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self.kind {
             Kind::Eof => "end of expression".into(),
             Kind::String => format!("string {:?}", self.value),

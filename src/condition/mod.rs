@@ -114,7 +114,9 @@ impl Condition {
 /// Which of a metric's two conditions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Which {
+    /// `successCondition`.
     Success,
+    /// `failureCondition`.
     Failure,
 }
 
@@ -137,8 +139,11 @@ impl fmt::Display for Which {
 /// A condition that could not be compiled or evaluated, with what is needed to explain it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConditionFailure {
+    /// Which condition failed.
     pub which: Which,
+    /// Its text.
     pub source: String,
+    /// Why it failed.
     pub error: ConditionError,
     /// The value was nil or an empty array: the query returned nothing to judge.
     pub no_data: bool,

@@ -6,11 +6,11 @@ const SIZE_LIMIT: usize = 1 << 20;
 
 /// A compiled pattern; `is_match` searches anywhere in the text, like Go's `MatchString`.
 #[derive(Debug, Clone)]
-pub struct Regex(regex::Regex);
+pub(crate) struct Regex(regex::Regex);
 
 impl Regex {
     /// Compiles `pattern`; the error says what is wrong with it.
-    pub fn new(pattern: &str) -> Result<Regex, String> {
+    pub(crate) fn new(pattern: &str) -> Result<Regex, String> {
         regex::RegexBuilder::new(pattern)
             .size_limit(SIZE_LIMIT)
             .build()
@@ -28,7 +28,7 @@ impl Regex {
     }
 
     /// True when the pattern matches anywhere in `text`.
-    pub fn is_match(&self, text: &str) -> bool {
+    pub(crate) fn is_match(&self, text: &str) -> bool {
         self.0.is_match(text)
     }
 }

@@ -6,13 +6,20 @@ use std::fmt::{self, Write as _};
 /// A value in the condition language (what Go's expr sees as `any`).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub enum Value {
+    /// `nil`.
     #[default]
     Nil,
+    /// `true` or `false`.
     Bool(bool),
+    /// Go's `int`.
     Int(i64),
+    /// Go's `float64`.
     Float(f64),
+    /// A string.
     String(String),
+    /// `[]any`.
     Array(Vec<Value>),
+    /// `map[string]any`, in key order.
     Map(BTreeMap<String, Value>),
 }
 
@@ -146,6 +153,12 @@ impl fmt::Display for Value {
     }
 }
 
+/// A length or index as an expr `int`. Lengths are at most `isize::MAX`, so they always fit;
+/// the saturation only keeps the conversion total.
+pub(crate) fn int_of_len(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
 /// Roughly how much memory a copy of `v` takes, in budget units (one element, one map entry,
 /// or 16 bytes of string each).
 pub(crate) fn weight(v: &Value) -> usize {
@@ -223,7 +236,7 @@ pub(crate) fn go_float(x: f64) -> String {
         }
         out.push_str(&digits);
     } else {
-        let int_len = exp as usize + 1;
+        let int_len = exp.unsigned_abs() as usize + 1;
         if digits.len() <= int_len {
             out.push_str(&digits);
             for _ in digits.len()..int_len {

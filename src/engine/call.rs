@@ -81,7 +81,7 @@ pub struct Deadline {
 
 /// How long past a budget the measurement may run before it is cut off: the queries end at the
 /// budget and their Error needs a moment to come back.
-pub const BUDGET_SLACK: Duration = Duration::from_secs(2);
+pub(crate) const BUDGET_SLACK: Duration = Duration::from_secs(2);
 
 impl Deadline {
     /// An answer within `total` from now (a server's `--deadline`): the queries get most of
@@ -132,7 +132,7 @@ fn after(now: Instant, d: Duration) -> Instant {
 
 /// The share of a deadline given to the queries; the rest is for the engine's own Error to
 /// come back before the cut-off.
-pub fn engine_budget(deadline: Duration) -> Duration {
+pub(crate) fn engine_budget(deadline: Duration) -> Duration {
     deadline.saturating_sub((deadline / 10).min(Duration::from_millis(500)))
 }
 

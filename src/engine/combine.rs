@@ -8,7 +8,7 @@ use crate::measurement::{JsonKeys, JsonLabels, Measurement, Phase};
 
 /// One metric's measurement, with its names.
 #[derive(Debug, Clone)]
-pub struct Named {
+pub(crate) struct Named {
     /// The metric's name.
     pub metric: String,
     /// Its kind (`query`, `compare`, `fleet`, `prometheus`).
@@ -19,7 +19,7 @@ pub struct Named {
 
 impl Named {
     /// The measurement as JSON in a surface's key set (`template` for the dry-run keys).
-    pub fn to_json(&self, keys: JsonKeys, template: &str) -> Value {
+    pub(crate) fn to_json(&self, keys: JsonKeys, template: &str) -> Value {
         self.measurement.to_json(
             keys,
             Some(JsonLabels {
@@ -33,7 +33,7 @@ impl Named {
 
 /// Every metric's measurement and the combined verdict.
 #[derive(Debug, Clone)]
-pub struct Combined {
+pub(crate) struct Combined {
     /// `Phase::combine` of the measurements: any Failed, then Error, then Inconclusive or
     /// Running; Successful only when every one is.
     pub phase: Phase,
@@ -43,7 +43,7 @@ pub struct Combined {
 
 impl Combined {
     /// The combination of `results`.
-    pub fn new(results: Vec<Named>) -> Combined {
+    pub(crate) fn new(results: Vec<Named>) -> Combined {
         Combined {
             phase: Phase::combine(results.iter().map(|r| r.measurement.phase)),
             results,
@@ -52,7 +52,7 @@ impl Combined {
 
     /// One line for events and logs: `Failed: error-ratio: <message>`, or with several
     /// metrics `Failed: a Failed: <message>; b Successful: <message>`.
-    pub fn reason(&self) -> String {
+    pub(crate) fn reason(&self) -> String {
         let one_line = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
         match self.results.as_slice() {
             [only] => format!(
@@ -81,7 +81,7 @@ impl Combined {
     /// The one measurement that stands for several: the combined phase, the reason as its
     /// message, each metric's value by name (a JSON object as text), no metadata, the earliest
     /// start, and the latest finish once every one has finished. `None` for fewer than two.
-    pub fn summary(&self) -> Option<Measurement> {
+    pub(crate) fn summary(&self) -> Option<Measurement> {
         let [_, _, ..] = self.results.as_slice() else {
             return None;
         };
@@ -108,7 +108,7 @@ impl Combined {
     }
 
     /// Every measurement as JSON in a surface's key set.
-    pub fn measurements_json(&self, keys: JsonKeys, template: &str) -> Value {
+    pub(crate) fn measurements_json(&self, keys: JsonKeys, template: &str) -> Value {
         Value::Array(
             self.results
                 .iter()

@@ -250,6 +250,8 @@ fn single_number(data: &QueryData) -> Result<f64, NoData> {
     Ok(numbers(data).iter().sum())
 }
 
+// A float-to-int `as` saturates: a finite positive count above u64::MAX becomes u64::MAX.
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
 fn count(v: f64) -> u64 {
     if v.is_finite() && v > 0.0 {
         v.round() as u64

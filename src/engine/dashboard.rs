@@ -19,7 +19,7 @@ use super::Engine;
 
 /// `schemaVersion` of the JSON: that of Grafana 12.x/13 (`defaultDashboard` of
 /// `@grafana/schema` 13.2).
-pub const SCHEMA_VERSION: u32 = 42;
+pub(crate) const SCHEMA_VERSION: u32 = 42;
 
 /// The datasource every panel queries: the dashboard's `datasource` variable.
 fn datasource() -> Value {

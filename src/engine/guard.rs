@@ -7,7 +7,7 @@ use super::result::{format_count, numbers};
 
 /// What the guard query said.
 #[derive(Debug, Clone, PartialEq)]
-pub enum GuardReading {
+pub(crate) enum GuardReading {
     /// A count at or above the minimum.
     Enough(f64),
     /// A count below the minimum.
@@ -19,7 +19,7 @@ pub enum GuardReading {
 }
 
 /// Reads a guard query's result against the needed count.
-pub fn read(data: &QueryData, needed: f64) -> GuardReading {
+pub(crate) fn read(data: &QueryData, needed: f64) -> GuardReading {
     if let Some(why) = detect(data) {
         return GuardReading::NoData(why);
     }
@@ -31,7 +31,7 @@ pub fn read(data: &QueryData, needed: f64) -> GuardReading {
 }
 
 /// "15 requests seen, 300 needed".
-pub fn seen_vs_needed(seen: f64, needed: f64) -> String {
+pub(crate) fn seen_vs_needed(seen: f64, needed: f64) -> String {
     format!(
         "{} requests seen, {} needed",
         format_count(seen),

@@ -23,18 +23,18 @@
 //! The measurement's JSON (each surface's key set) is [`crate::measurement::Measurement::to_json`].
 
 mod call;
-pub mod combine;
+pub(crate) mod combine;
 mod compare;
 mod compare_histogram;
-pub mod dashboard;
+pub(crate) mod dashboard;
 mod fleet;
 mod guard;
 mod no_data;
 mod query;
-pub mod result;
+pub(crate) mod result;
 pub mod rules;
-pub mod run;
-pub mod runs;
+pub(crate) mod run;
+pub(crate) mod runs;
 mod verdict;
 mod wait;
 
@@ -48,10 +48,8 @@ use crate::measurement::{Measurement, Phase};
 use crate::prometheus::{Backend, PrometheusConfig, PrometheusError, QueryRequest, QueryResponse};
 use crate::spec::{Metric, MetricKind, NoDataPolicy, OnInsufficient, Provider};
 
-pub use call::{engine_budget, Call, CallError, Deadline, Expiry, Position, Trust, BUDGET_SLACK};
+pub use call::{Call, CallError, Deadline, Expiry, Position, Trust};
 pub use fleet::{FleetPlan, RulePlacement};
-pub use no_data::NoData;
-pub use wait::{DEFAULT_WAIT_BOUND, WAIT_RETRY};
 
 /// The environment variable that names a Prometheus address when a spec gives none.
 pub const ADDRESS_ENV: &str = "ROLLGATE_PROMETHEUS_ADDRESS";
@@ -116,6 +114,15 @@ pub struct Engine {
     observer: Option<QueryObserver>,
     /// Where the calls of surfaces without a run start stand in their runs.
     runs: runs::RunClock,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("backend", &self.backend)
+            .field("addresses", &self.addresses)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Engine {

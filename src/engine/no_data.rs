@@ -14,7 +14,7 @@ use super::result::numbers;
 
 /// Why a query's result counts as no data.
 #[derive(Debug, Clone, PartialEq)]
-pub enum NoData {
+pub(crate) enum NoData {
     /// The result had no series (or no samples).
     Empty,
     /// Some or all samples were NaN.
@@ -23,7 +23,7 @@ pub enum NoData {
 
 impl NoData {
     /// Describes the absence for a message: "returned an empty result".
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self {
             NoData::Empty => "returned no series".into(),
             NoData::NaN { nan, total } if *total == 1 => {
@@ -36,7 +36,7 @@ impl NoData {
 }
 
 /// Finds whether a result is "no data".
-pub fn detect(data: &QueryData) -> Option<NoData> {
+pub(crate) fn detect(data: &QueryData) -> Option<NoData> {
     let values = numbers(data);
     if values.is_empty() {
         return Some(NoData::Empty);
@@ -49,7 +49,12 @@ pub fn detect(data: &QueryData) -> Option<NoData> {
 }
 
 /// The phase a no-data measurement gets under `policy`, with the sentence that says so.
-pub fn verdict(policy: NoDataPolicy, what: &str, query: &str, why: &NoData) -> (Phase, String) {
+pub(crate) fn verdict(
+    policy: NoDataPolicy,
+    what: &str,
+    query: &str,
+    why: &NoData,
+) -> (Phase, String) {
     let phase = match policy {
         NoDataPolicy::Fail => Phase::Failed,
         NoDataPolicy::Pass => Phase::Successful,
@@ -67,7 +72,7 @@ pub fn verdict(policy: NoDataPolicy, what: &str, query: &str, why: &NoData) -> (
 }
 
 /// Keeps long queries readable inside one-sentence messages.
-pub fn abbreviate(query: &str) -> String {
+pub(crate) fn abbreviate(query: &str) -> String {
     let q: String = query.split_whitespace().collect::<Vec<_>>().join(" ");
     if q.chars().count() > 160 {
         let cut: String = q.chars().take(157).collect();

@@ -5,7 +5,7 @@ use crate::prometheus::{QueryData, QueryResponse, Sample, Series};
 
 /// The numbers of a result in Argo's order: scalar -> one, vector -> one per series,
 /// matrix -> every sample of every series, flattened.
-pub fn numbers(data: &QueryData) -> Vec<f64> {
+pub(crate) fn numbers(data: &QueryData) -> Vec<f64> {
     match data {
         QueryData::Scalar(s) => vec![s.value],
         QueryData::Vector(series) => series.iter().map(|s| s.sample.value).collect(),
@@ -18,7 +18,7 @@ pub fn numbers(data: &QueryData) -> Vec<f64> {
 
 /// The `result` variable as Argo's Prometheus provider builds it: a number for a scalar,
 /// a list of numbers for a vector or a matrix.
-pub fn condition_value(data: &QueryData) -> Value {
+pub(crate) fn condition_value(data: &QueryData) -> Value {
     match data {
         QueryData::Scalar(s) => Value::Float(s.value),
         _ => Value::Array(numbers(data).into_iter().map(Value::Float).collect()),
@@ -27,7 +27,7 @@ pub fn condition_value(data: &QueryData) -> Value {
 
 /// Puts back, as 0, the vector entries that carried only a native-histogram sample: what
 /// client_golang decodes them to, and so what Argo's built-in provider judges.
-pub fn histograms_as_zero(response: &mut QueryResponse) {
+pub(crate) fn histograms_as_zero(response: &mut QueryResponse) {
     if let QueryData::Vector(series) = &mut response.data {
         for &at in &response.histogram_only {
             let zero = Series {
@@ -43,7 +43,7 @@ pub fn histograms_as_zero(response: &mut QueryResponse) {
 }
 
 /// The measurement value exactly as Argo formats it: `10`, `[0.97,1]`, `NaN`, `+Inf`.
-pub fn argo_value_string(data: &QueryData) -> String {
+pub(crate) fn argo_value_string(data: &QueryData) -> String {
     match data {
         QueryData::Scalar(s) => format_number(s.value),
         _ => {
@@ -54,7 +54,7 @@ pub fn argo_value_string(data: &QueryData) -> String {
 }
 
 /// Go's `strconv.FormatFloat(f, 'f', -1, 64)` as Prometheus' client prints sample values.
-pub fn format_number(v: f64) -> String {
+pub(crate) fn format_number(v: f64) -> String {
     if v.is_nan() {
         "NaN".into()
     } else if v == f64::INFINITY {
@@ -68,10 +68,12 @@ pub fn format_number(v: f64) -> String {
 }
 
 /// A human rendering of a count: `12,345`.
-pub fn format_count(v: f64) -> String {
+pub(crate) fn format_count(v: f64) -> String {
     if !v.is_finite() || v.fract() != 0.0 || v.abs() >= 1e15 {
         return format_number(v);
     }
+    // A whole number below 1e15 (checked above): exact as u64.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     let digits = format!("{}", v.abs() as u64);
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {

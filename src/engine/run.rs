@@ -21,16 +21,16 @@ use crate::spec::RunLimits;
 
 /// `DefaultErrorRetryInterval` (analysis.go): an Error measurement is retried after 10 s,
 /// whatever the metric's interval.
-pub const ERROR_RETRY_INTERVAL: Duration = Duration::from_secs(10);
+pub(crate) const ERROR_RETRY_INTERVAL: Duration = Duration::from_secs(10);
 /// `DefaultMeasurementHistoryLimit` (analysis.go): `garbageCollectMeasurements` keeps the last
 /// 10 measurements of each metric; the counters keep the totals.
-pub const MEASUREMENT_HISTORY_LIMIT: usize = 10;
+pub(crate) const MEASUREMENT_HISTORY_LIMIT: usize = 10;
 /// `DefaultConsecutiveErrorLimit` (utils/defaults/defaults.go).
-pub const DEFAULT_CONSECUTIVE_ERROR_LIMIT: i64 = 4;
+pub(crate) const DEFAULT_CONSECUTIVE_ERROR_LIMIT: i64 = 4;
 
 /// A metric's phase within the run; Argo's `AnalysisPhase` with `Pending` (no measurement yet).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
-pub enum RunPhase {
+pub(crate) enum RunPhase {
     Pending,
     Running,
     Successful,
@@ -41,12 +41,12 @@ pub enum RunPhase {
 
 impl RunPhase {
     /// Argo's `Completed()`: a verdict was reached.
-    pub fn completed(self) -> bool {
+    pub(crate) fn completed(self) -> bool {
         !matches!(self, RunPhase::Pending | RunPhase::Running)
     }
 
     /// Argo's spelling.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             RunPhase::Pending => "Pending",
             RunPhase::Running => "Running",
@@ -70,7 +70,7 @@ impl RunPhase {
     }
 
     /// The measurement phase with the same name (Pending counts as Running).
-    pub fn as_measurement_phase(self) -> Phase {
+    pub(crate) fn as_measurement_phase(self) -> Phase {
         match self {
             RunPhase::Pending | RunPhase::Running => Phase::Running,
             RunPhase::Successful => Phase::Successful,
@@ -95,7 +95,7 @@ impl From<Phase> for RunPhase {
 
 /// The scheduling fields of one metric of the run.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct RunMetric {
+pub(crate) struct RunMetric {
     pub name: String,
     pub interval: Option<Duration>,
     pub initial_delay: Option<Duration>,
@@ -108,7 +108,7 @@ pub struct RunMetric {
 impl RunMetric {
     /// `Metric.EffectiveCount`: a count of 0 or none is unlimited, except that a metric without
     /// an interval is measured once.
-    pub fn effective_count(&self) -> Option<u32> {
+    pub(crate) fn effective_count(&self) -> Option<u32> {
         match self.count {
             Some(c) if c > 0 => Some(c),
             _ if self.interval.is_none() => Some(1),
@@ -137,7 +137,7 @@ impl RunMetric {
 
 /// Argo's `MetricResult`: the counters and measurements of one metric.
 #[derive(Debug, Clone, PartialEq)]
-pub struct MetricResult {
+pub(crate) struct MetricResult {
     pub phase: RunPhase,
     pub measurements: Vec<Measurement>,
     /// Completed measurements except Errors (Argo's `Count`).
@@ -178,7 +178,7 @@ impl MetricResult {
 
 /// What the controller does for a metric at a reconcile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TaskKind {
+pub(crate) enum TaskKind {
     /// `provider.Run`: a new measurement.
     Run,
     /// `provider.Resume` of the in-flight measurement (its `resumeAt` has come).
@@ -189,14 +189,14 @@ pub enum TaskKind {
 
 /// One measurement to take: the metric's index in the run and what to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Task {
+pub(crate) struct Task {
     pub metric: usize,
     pub kind: TaskKind,
 }
 
 /// One simulated AnalysisRun.
 #[derive(Debug, Clone)]
-pub struct RunSim {
+pub(crate) struct RunSim {
     started_at: DateTime<Utc>,
     metrics: Vec<RunMetric>,
     results: Vec<MetricResult>,
@@ -214,7 +214,7 @@ fn add(t: DateTime<Utc>, d: Duration) -> DateTime<Utc> {
 
 impl RunSim {
     /// A run whose `status.startedAt` is `started_at`.
-    pub fn new(metrics: Vec<RunMetric>, started_at: DateTime<Utc>) -> RunSim {
+    pub(crate) fn new(metrics: Vec<RunMetric>, started_at: DateTime<Utc>) -> RunSim {
         let results = metrics.iter().map(|_| MetricResult::new()).collect();
         RunSim {
             started_at,
@@ -228,34 +228,34 @@ impl RunSim {
     }
 
     /// The run's metrics, in template order.
-    pub fn metrics(&self) -> &[RunMetric] {
+    pub(crate) fn metrics(&self) -> &[RunMetric] {
         &self.metrics
     }
 
     /// Each metric's result, in template order.
-    pub fn results(&self) -> &[MetricResult] {
+    pub(crate) fn results(&self) -> &[MetricResult] {
         &self.results
     }
 
     /// The run's phase (Running until a verdict).
-    pub fn phase(&self) -> RunPhase {
+    pub(crate) fn phase(&self) -> RunPhase {
         self.phase
     }
 
     /// Argo's run message (`Metric "x" assessed Failed due to failed (1) > failureLimit (0)`).
-    pub fn message(&self) -> &str {
+    pub(crate) fn message(&self) -> &str {
         &self.message
     }
 
     /// `spec.terminate: true`, as when a rollout finishes and ends its background analysis.
-    pub fn request_terminate(&mut self) {
+    pub(crate) fn request_terminate(&mut self) {
         self.terminate = true;
         self.requeue_now = true;
     }
 
     /// `IsTerminating` (helpers.go): terminate was requested, or a metric that is not a dry run
     /// has completed Failed, Error or Inconclusive.
-    pub fn terminating(&self) -> bool {
+    pub(crate) fn terminating(&self) -> bool {
         self.terminate
             || self.metrics.iter().zip(&self.results).any(|(m, r)| {
                 !m.dry_run
@@ -267,7 +267,7 @@ impl RunSim {
     }
 
     /// `generateMetricTasks`: the measurements the controller takes at `now`.
-    pub fn due(&self, now: DateTime<Utc>) -> Vec<Task> {
+    pub(crate) fn due(&self, now: DateTime<Utc>) -> Vec<Task> {
         let terminating = self.terminating();
         let mut tasks = Vec::new();
         for (i, (metric, result)) in self.metrics.iter().zip(&self.results).enumerate() {
@@ -333,7 +333,7 @@ impl RunSim {
 
     /// `runMeasurements`: books the measurement taken for `task` at `now`, with the simulated
     /// times stamped on it (a resumed one keeps its start; a Running one stays unfinished).
-    pub fn record(&mut self, task: Task, mut m: Measurement, now: DateTime<Utc>) {
+    pub(crate) fn record(&mut self, task: Task, mut m: Measurement, now: DateTime<Utc>) {
         let Some(result) = self.results.get_mut(task.metric) else {
             return;
         };
@@ -388,7 +388,7 @@ impl RunSim {
     }
 
     /// `assessRunStatus`: updates every metric's phase and the run's; returns the run's phase.
-    pub fn assess(&mut self, now: DateTime<Utc>) -> RunPhase {
+    pub(crate) fn assess(&mut self, now: DateTime<Utc>) -> RunPhase {
         let terminating = self.terminating();
         let mut worst: Option<RunPhase> = None;
         let mut worst_message = String::new();
@@ -447,7 +447,7 @@ impl RunSim {
 
     /// `calculateNextReconcileTime`, plus the immediate re-queue after a status change; `None`
     /// when nothing is scheduled (the run is complete).
-    pub fn next_reconcile(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    pub(crate) fn next_reconcile(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
         if self.phase.completed() {
             return None;
         }
@@ -496,7 +496,7 @@ impl RunSim {
 
 /// `assessMetricFailureInconclusiveOrError`: the limit a metric's counters broke, if any, with
 /// Argo's wording. Later checks win, as in Argo (Error over Inconclusive over Failed).
-pub fn failure_inconclusive_or_error(
+pub(crate) fn failure_inconclusive_or_error(
     metric: &RunMetric,
     r: &MetricResult,
 ) -> Option<(RunPhase, String)> {
@@ -532,7 +532,7 @@ pub fn failure_inconclusive_or_error(
 }
 
 /// `assessMetricStatus` (analysis.go v1.9.1).
-pub fn assess_metric(metric: &RunMetric, r: &MetricResult, terminating: bool) -> RunPhase {
+pub(crate) fn assess_metric(metric: &RunMetric, r: &MetricResult, terminating: bool) -> RunPhase {
     if r.phase.completed() {
         return r.phase;
     }
@@ -574,7 +574,7 @@ pub fn assess_metric(metric: &RunMetric, r: &MetricResult, terminating: bool) ->
 /// `GetDryRunMetrics` (helpers.go): which metric names the run's `dryRun` rules match. Each rule
 /// is an unanchored regular expression (Go's `regexp.MatchString`); `*` matches every metric, as
 /// the field's documentation says. A rule that matches nothing is an error, as in Argo.
-pub fn dry_run_matches(rules: &[String], names: &[String]) -> Result<Vec<bool>, String> {
+pub(crate) fn dry_run_matches(rules: &[String], names: &[String]) -> Result<Vec<bool>, String> {
     let mut out = vec![false; names.len()];
     for (i, rule) in rules.iter().enumerate() {
         let re = if rule == "*" {

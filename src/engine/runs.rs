@@ -19,14 +19,14 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 /// A run is over when its metric was not called for this many intervals.
-pub const STALE_INTERVALS: u32 = 3;
+pub(crate) const STALE_INTERVALS: u32 = 3;
 
 /// Most runs remembered; beyond it the stale ones are forgotten, and if none is, all are.
 const MAX_RUNS: usize = 10_000;
 
 /// One metric of one run, as the surface identifies it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct RunKey {
+pub(crate) struct RunKey {
     /// What every call of the run carries and other runs do not: Flagger's canary
     /// `namespace/name` and revision checksum, the web provider's request selection and
     /// arguments, a gRPC call's spec and arguments. Prefixed by the surface, so surfaces never
@@ -47,7 +47,7 @@ struct Seen {
 /// memory stays bounded whatever a request carries (an inline spec can be large), and a caller
 /// who cannot see the key cannot aim a request at another run.
 #[derive(Debug, Default)]
-pub struct RunClock {
+pub(crate) struct RunClock {
     runs: Mutex<HashMap<u64, Seen>>,
     hasher: RandomState,
 }
@@ -55,7 +55,12 @@ pub struct RunClock {
 impl RunClock {
     /// When the run that this call (at `now`, of a metric measured every `interval`) belongs to
     /// started.
-    pub fn started(&self, key: RunKey, interval: Duration, now: DateTime<Utc>) -> DateTime<Utc> {
+    pub(crate) fn started(
+        &self,
+        key: RunKey,
+        interval: Duration,
+        now: DateTime<Utc>,
+    ) -> DateTime<Utc> {
         let key = self.hasher.hash_one(&key);
         let stale_after = interval
             .checked_mul(STALE_INTERVALS)

@@ -7,13 +7,13 @@ use chrono::{DateTime, Utc};
 use crate::spec::duration::format_duration;
 
 /// How often a waiting measurement is re-evaluated.
-pub const WAIT_RETRY: Duration = Duration::from_secs(30);
+pub(crate) const WAIT_RETRY: Duration = Duration::from_secs(30);
 /// The wait bound for a metric with no interval (measured once).
-pub const DEFAULT_WAIT_BOUND: Duration = Duration::from_secs(300);
+pub(crate) const DEFAULT_WAIT_BOUND: Duration = Duration::from_secs(300);
 
 /// Whether to keep waiting for traffic.
 #[derive(Debug, Clone, PartialEq)]
-pub enum WaitDecision {
+pub(crate) enum WaitDecision {
     /// Return Running with this `resumeAt`.
     WaitUntil(DateTime<Utc>),
     /// The bound has passed; stop waiting (the text says how long it waited).
@@ -21,7 +21,7 @@ pub enum WaitDecision {
 }
 
 /// Decides the next step of a wait that began at `waiting_since` (or now, for a new one).
-pub fn decide(
+pub(crate) fn decide(
     interval: Option<Duration>,
     waiting_since: Option<DateTime<Utc>>,
     now: DateTime<Utc>,

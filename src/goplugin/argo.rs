@@ -19,10 +19,10 @@ use crate::argo::{completed_checks, AnalysisRunRef, ArgoMetric, IntOrString};
 use crate::measurement::{Measurement, Phase};
 
 /// The name the controller dispenses.
-pub const DISPENSE_NAME: &str = "RpcMetricProviderPlugin";
+pub(crate) const DISPENSE_NAME: &str = "RpcMetricProviderPlugin";
 
 /// What rollgate does for each method the controller calls.
-pub trait MetricProviderHandler: Send + Sync + 'static {
+pub(crate) trait MetricProviderHandler: Send + Sync + 'static {
     /// `InitPlugin`: once, after the plugin is dispensed. An error disables the plugin.
     fn init_plugin(&self) -> impl Future<Output = Result<(), String>> + Send;
     /// `Run`: start (or take) one measurement.

@@ -26,7 +26,9 @@ pub fn split_messages(mut bytes: &[u8]) -> Result<Vec<&[u8]>, GobError> {
         if len > MAX_MESSAGE {
             return Err(GobError::Limit("message too long"));
         }
-        let Some(body) = bytes.get(width..width.saturating_add(len as usize)) else {
+        let Some(body) =
+            bytes.get(width..width.saturating_add(usize::try_from(len).unwrap_or(usize::MAX)))
+        else {
             break;
         };
         out.push(body);

@@ -12,14 +12,17 @@ mod argo;
 mod broker;
 #[doc(hidden)]
 pub mod fuzzing;
+#[doc(hidden)]
 pub mod gob;
 mod netrpc;
 mod provider;
 mod server;
-pub mod yamux;
+pub(crate) mod yamux;
 
-pub use argo::{MetricProviderHandler, DISPENSE_NAME};
-pub use server::{serve, serve_listener, ServeOptions};
+pub(crate) use argo::MetricProviderHandler;
+#[cfg(test)]
+use server::serve_listener;
+pub(crate) use server::{serve, ServeOptions};
 
 /// Why the plugin could not start or serve: go-plugin's start-up, shared with the gRPC plugin.
 pub use crate::plugin_host::HostError as PluginError;

@@ -83,12 +83,15 @@ impl MessageReader {
                 if len > MAX_MESSAGE {
                     return Err(RpcError::TooLarge(len));
                 }
-                let total = width + len as usize;
+                // At most MAX_MESSAGE (checked above): fits a usize.
+                #[allow(clippy::cast_possible_truncation)]
+                let len = len as usize;
+                let total = width + len;
                 // Nothing is reserved for the announced length: the buffer grows only as
                 // bytes arrive.
                 if self.buf.len() >= total {
                     self.buf.advance(width);
-                    return Ok(Some(self.buf.split_to(len as usize).freeze()));
+                    return Ok(Some(self.buf.split_to(len).freeze()));
                 }
             }
             if !self.fill().await {

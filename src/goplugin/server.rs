@@ -21,7 +21,7 @@ const QUIT_GRACE: Duration = Duration::from_millis(500);
 
 /// How the plugin server is set up. [`ServeOptions::from_env`] reads what the host passes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServeOptions {
+pub(crate) struct ServeOptions {
     /// What the host passed: socket directory and group, protocol versions.
     pub host: HostEnv,
     /// Return once the host's connection has ended (a plugin without its host is of no use).
@@ -30,7 +30,7 @@ pub struct ServeOptions {
 
 impl ServeOptions {
     /// Options from the environment the host sets.
-    pub fn from_env() -> Self {
+    pub(crate) fn from_env() -> Self {
         ServeOptions {
             host: HostEnv::from_env(),
             exit_on_disconnect: true,
@@ -41,7 +41,7 @@ impl ServeOptions {
 /// Serves `handler` as a go-plugin net/rpc plugin: creates the socket, announces it on stdout
 /// and serves until `Control.Quit`, `shutdown` (see [`crate::shutdown::on_signals`]), or (with
 /// `exit_on_disconnect`) the host hanging up. The socket is removed before returning.
-pub async fn serve<H: MetricProviderHandler>(
+pub(crate) async fn serve<H: MetricProviderHandler>(
     handler: Arc<H>,
     opts: ServeOptions,
     shutdown: Shutdown,
@@ -67,7 +67,8 @@ pub async fn serve<H: MetricProviderHandler>(
 /// Serves `handler` on an already bound listener, without the stdout handshake or signal
 /// handling (for embedding and tests). Returns after `Control.Quit`, or once the last host
 /// connection has ended when `exit_on_disconnect` is set.
-pub async fn serve_listener<H: MetricProviderHandler>(
+#[cfg(test)]
+pub(crate) async fn serve_listener<H: MetricProviderHandler>(
     handler: Arc<H>,
     listener: UnixListener,
     exit_on_disconnect: bool,

@@ -182,7 +182,7 @@ impl Shared {
 }
 
 /// One yamux session over a connection, as the server.
-pub struct Session {
+pub(crate) struct Session {
     shared: Arc<Shared>,
     accept: mpsc::Receiver<Stream>,
     reader: JoinHandle<()>,
@@ -191,7 +191,7 @@ pub struct Session {
 
 impl Session {
     /// Starts serving `io` (spawns a reader and a writer task).
-    pub fn server<T>(io: T) -> Session
+    pub(crate) fn server<T>(io: T) -> Session
     where
         T: AsyncRead + AsyncWrite + Send + 'static,
     {
@@ -216,7 +216,7 @@ impl Session {
     }
 
     /// The next stream the client opened; `None` once the session has ended.
-    pub async fn accept(&mut self) -> Option<Stream> {
+    pub(crate) async fn accept(&mut self) -> Option<Stream> {
         tokio::select! {
             s = self.accept.recv() => s,
             _ = wait_closed(self.closed_rx.clone()) => None,
@@ -224,10 +224,9 @@ impl Session {
     }
 
     /// A handle for flushing and closing the session from elsewhere.
-    pub fn handle(&self) -> SessionHandle {
+    pub(crate) fn handle(&self) -> SessionHandle {
         SessionHandle {
             shared: self.shared.clone(),
-            closed_rx: self.closed_rx.clone(),
         }
     }
 }
@@ -243,42 +242,26 @@ async fn wait_closed(mut rx: watch::Receiver<bool>) {
     let _ = rx.wait_for(|c| *c).await;
 }
 
-/// Flushes or closes a session without owning it.
+/// Flushes a session without owning it.
 #[derive(Clone)]
-pub struct SessionHandle {
+pub(crate) struct SessionHandle {
     shared: Arc<Shared>,
-    closed_rx: watch::Receiver<bool>,
 }
 
 impl SessionHandle {
     /// Waits until every frame queued so far has been written to the socket.
-    pub async fn flush(&self) {
+    pub(crate) async fn flush(&self) {
         let (tx, rx) = oneshot::channel();
         if self.shared.out.send(Out::Flush(tx)).is_ok() {
             let _ = rx.await;
         }
-    }
-
-    /// Tells the client no more streams will be accepted (a normal go-away).
-    pub fn go_away(&self) {
-        let _ = self.shared.send(frame(TYPE_GO_AWAY, 0, 0, GO_AWAY_NORMAL));
-    }
-
-    /// Ends the session after writing what is queued.
-    pub fn close(&self) {
-        self.shared.close();
-    }
-
-    /// Resolves once the session has ended (either side).
-    pub async fn closed(&self) {
-        wait_closed(self.closed_rx.clone()).await;
     }
 }
 
 /// One multiplexed stream. Cloning gives another handle to the same stream; reads are meant
 /// for one task, writes for one task at a time.
 #[derive(Clone)]
-pub struct Stream {
+pub(crate) struct Stream {
     s: Arc<StreamShared>,
     shared: Arc<Shared>,
 }
@@ -291,17 +274,19 @@ impl std::fmt::Debug for Stream {
 
 impl Stream {
     /// The stream id (odd: the client opened it).
-    pub fn id(&self) -> u32 {
+    pub(crate) fn id(&self) -> u32 {
         self.s.id
     }
 
     /// The next chunk of data; `None` at end of stream (FIN, reset, or session end).
-    pub async fn read(&self) -> Option<Bytes> {
+    pub(crate) async fn read(&self) -> Option<Bytes> {
         loop {
             {
                 let mut st = lock(&self.s.state);
                 if let Some(chunk) = st.recv.pop_front() {
-                    st.buffered = st.buffered.saturating_sub(chunk.len() as u32);
+                    st.buffered = st
+                        .buffered
+                        .saturating_sub(u32::try_from(chunk.len()).unwrap_or(u32::MAX));
                     // Grow the peer's window back once half of it has been consumed.
                     let delta = INITIAL_WINDOW
                         .saturating_sub(st.buffered)
@@ -323,7 +308,7 @@ impl Stream {
     }
 
     /// Sends all of `data`, waiting for the peer's window as needed.
-    pub async fn write_all(&self, mut data: &[u8]) -> Result<(), YamuxError> {
+    pub(crate) async fn write_all(&self, mut data: &[u8]) -> Result<(), YamuxError> {
         while !data.is_empty() {
             let n = {
                 let mut st = lock(&self.s.state);
@@ -334,15 +319,19 @@ impl Stream {
                     return Err(YamuxError::StreamClosed);
                 }
                 let n = (st.send_window as usize).min(data.len()).min(MAX_FRAME);
-                st.send_window -= n as u32;
-                n
+                // At most the send window, a u32.
+                #[allow(clippy::cast_possible_truncation)]
+                let n32 = n as u32;
+                st.send_window -= n32;
+                (n, n32)
             };
+            let (n, n32) = n;
             if n == 0 {
                 self.s.writable.notified().await;
                 continue;
             }
             let (now, rest) = data.split_at(n);
-            let mut f = frame(TYPE_DATA, 0, self.s.id, n as u32);
+            let mut f = frame(TYPE_DATA, 0, self.s.id, n32);
             f.extend_from_slice(now);
             self.shared.send(f)?;
             data = rest;
@@ -351,7 +340,7 @@ impl Stream {
     }
 
     /// Half-closes the stream (FIN): nothing more will be written.
-    pub fn close(&self) {
+    pub(crate) fn close(&self) {
         let mut st = lock(&self.s.state);
         if st.local_fin || st.reset {
             return;
@@ -367,7 +356,7 @@ impl Stream {
     }
 
     /// Aborts the stream in both directions (RST).
-    pub fn reset(&self) {
+    pub(crate) fn reset(&self) {
         let mut st = lock(&self.s.state);
         if st.reset {
             return;
@@ -588,11 +577,12 @@ fn incoming_stream(
 }
 
 async fn discard<R: AsyncRead + Unpin>(r: &mut R, mut n: u32) -> Result<(), YamuxError> {
-    let mut scratch = [0u8; 4096];
+    const SCRATCH: u32 = 4096;
+    let mut scratch = [0u8; SCRATCH as usize];
     while n > 0 {
-        let want = (n as usize).min(scratch.len());
-        r.read_exact(&mut scratch[..want]).await?;
-        n -= want as u32;
+        let want = n.min(SCRATCH);
+        r.read_exact(&mut scratch[..want as usize]).await?;
+        n -= want;
     }
     Ok(())
 }
@@ -795,7 +785,7 @@ mod tests {
         let (mut sess, c) = pair();
         drop(c);
         assert!(sess.accept().await.is_none());
-        sess.handle().closed().await;
+        wait_closed(sess.closed_rx.clone()).await;
     }
 
     fn frames() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {

@@ -13,7 +13,7 @@ use crate::argo::{completed_checks, AnalysisRunRef, ArgoMetric, IntOrString};
 use crate::measurement::{Measurement, Phase};
 
 /// The key a spec is filed under when the request names none.
-pub const DEFAULT_PLUGIN_NAME: &str = "rollgate/analysis";
+pub(crate) const DEFAULT_PLUGIN_NAME: &str = "rollgate/analysis";
 
 /// Earliest and latest seconds a `google.protobuf.Timestamp` may hold (0001-01-01 to
 /// 9999-12-31, as the protobuf documentation defines it).
@@ -21,12 +21,12 @@ const MIN_SECONDS: i64 = -62_135_596_800;
 const MAX_SECONDS: i64 = 253_402_300_799;
 
 /// A required message field, or INVALID_ARGUMENT naming it.
-pub fn required<'a, T>(field: &str, value: Option<&'a T>) -> Result<&'a T, Status> {
+pub(crate) fn required<'a, T>(field: &str, value: Option<&'a T>) -> Result<&'a T, Status> {
     value.ok_or_else(|| Status::invalid_argument(format!("{field}: is required")))
 }
 
 /// A chrono time as a protobuf timestamp.
-pub fn timestamp(t: DateTime<Utc>) -> Timestamp {
+pub(crate) fn timestamp(t: DateTime<Utc>) -> Timestamp {
     Timestamp {
         seconds: t.timestamp(),
         // Always below 2e9 (a leap second at most), so it fits.
@@ -35,7 +35,7 @@ pub fn timestamp(t: DateTime<Utc>) -> Timestamp {
 }
 
 /// A protobuf timestamp as a chrono time; out of range or malformed is INVALID_ARGUMENT.
-pub fn time(field: &str, t: &Timestamp) -> Result<DateTime<Utc>, Status> {
+pub(crate) fn time(field: &str, t: &Timestamp) -> Result<DateTime<Utc>, Status> {
     let invalid = |why: &str| {
         Status::invalid_argument(format!(
             "{field}: {why} (got seconds={}, nanos={})",
@@ -53,12 +53,15 @@ pub fn time(field: &str, t: &Timestamp) -> Result<DateTime<Utc>, Status> {
 }
 
 /// An optional protobuf timestamp.
-pub fn optional_time(field: &str, t: Option<&Timestamp>) -> Result<Option<DateTime<Utc>>, Status> {
+pub(crate) fn optional_time(
+    field: &str,
+    t: Option<&Timestamp>,
+) -> Result<Option<DateTime<Utc>>, Status> {
     t.map(|t| time(field, t)).transpose()
 }
 
 /// rollgate's phase as the wire enum.
-pub fn phase_to_pb(phase: Phase) -> pb::Phase {
+pub(crate) fn phase_to_pb(phase: Phase) -> pb::Phase {
     match phase {
         Phase::Successful => pb::Phase::Successful,
         Phase::Failed => pb::Phase::Failed,
@@ -69,7 +72,7 @@ pub fn phase_to_pb(phase: Phase) -> pb::Phase {
 }
 
 /// The wire enum's raw value as rollgate's phase: unset and unknown values are refused.
-pub fn phase_from_pb(field: &str, raw: i32) -> Result<Phase, Status> {
+pub(crate) fn phase_from_pb(field: &str, raw: i32) -> Result<Phase, Status> {
     match pb::Phase::try_from(raw) {
         Ok(pb::Phase::Successful) => Ok(Phase::Successful),
         Ok(pb::Phase::Failed) => Ok(Phase::Failed),
@@ -86,7 +89,7 @@ pub fn phase_from_pb(field: &str, raw: i32) -> Result<Phase, Status> {
 }
 
 /// A measurement as the wire message.
-pub fn measurement_to_pb(m: &Measurement) -> pb::Measurement {
+pub(crate) fn measurement_to_pb(m: &Measurement) -> pb::Measurement {
     pb::Measurement {
         phase: phase_to_pb(m.phase).into(),
         message: m.message.clone(),
@@ -99,7 +102,7 @@ pub fn measurement_to_pb(m: &Measurement) -> pb::Measurement {
 }
 
 /// A measurement sent back by the caller (Resume, Terminate): phase and start are required.
-pub fn measurement_from_pb(field: &str, m: &pb::Measurement) -> Result<Measurement, Status> {
+pub(crate) fn measurement_from_pb(field: &str, m: &pb::Measurement) -> Result<Measurement, Status> {
     let started = required(&format!("{field}.started_at"), m.started_at.as_ref())?;
     Ok(Measurement {
         phase: phase_from_pb(&format!("{field}.phase"), m.phase)?,
@@ -117,7 +120,7 @@ pub fn measurement_from_pb(field: &str, m: &pb::Measurement) -> Result<Measureme
 }
 
 /// What rollgate keeps of the analysis run (all of it optional).
-pub fn run_ref(run: Option<&pb::AnalysisRun>) -> Result<AnalysisRunRef, Status> {
+pub(crate) fn run_ref(run: Option<&pb::AnalysisRun>) -> Result<AnalysisRunRef, Status> {
     let Some(run) = run else {
         return Ok(AnalysisRunRef::default());
     };
@@ -155,7 +158,11 @@ fn checks_done(status: &pb::AnalysisRunStatus) -> Result<BTreeMap<String, u32>, 
 /// The metric as the Argo controller would have sent it to the net/rpc plugin, so that both
 /// surfaces share [`crate::argo::metric_from_argo`]. `spec_json` is the spec to file under
 /// the plugin key (the request's, or one with its placeholders substituted).
-pub fn argo_metric(field: &str, m: &pb::Metric, spec_json: &str) -> Result<ArgoMetric, Status> {
+pub(crate) fn argo_metric(
+    field: &str,
+    m: &pb::Metric,
+    spec_json: &str,
+) -> Result<ArgoMetric, Status> {
     if m.name.trim().is_empty() {
         return Err(Status::invalid_argument(format!(
             "{field}.name: is required"

@@ -12,9 +12,9 @@
 //! the HTTP/2 plumbing they share.
 
 mod automtls;
-pub mod convert;
+mod convert;
 mod goplugin_services;
-pub mod plugin_mode;
+pub(crate) mod plugin_mode;
 pub mod remote;
 mod server;
 pub mod service;
@@ -27,7 +27,13 @@ pub mod pb {
 
 /// Code generated from `proto/goplugin/plugin.proto`: go-plugin's own services.
 mod goplugin_pb {
-    #![allow(missing_docs, dead_code, clippy::all, clippy::pedantic)]
+    #![allow(
+        missing_docs,
+        dead_code,
+        unreachable_pub,
+        clippy::all,
+        clippy::pedantic
+    )]
     tonic::include_proto!("plugin");
 }
 
@@ -38,10 +44,10 @@ pub const FILE_DESCRIPTOR_SET: &[u8] =
 
 /// The full name of the service, as used in paths (`/rollgate.v1.MetricProviderService/Run`)
 /// and health checks.
-pub const SERVICE_NAME: &str = "rollgate.v1.MetricProviderService";
+pub(crate) const SERVICE_NAME: &str = "rollgate.v1.MetricProviderService";
 
 /// Largest request message accepted by default (gRPC's customary 4 MiB).
-pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
+pub(crate) const DEFAULT_MAX_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
 
 /// Why a gRPC server could not start or serve.
 #[derive(Debug, thiserror::Error)]

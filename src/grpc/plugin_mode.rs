@@ -31,7 +31,7 @@ use crate::plugin_host::{announce, handshake_line, HostEnv, WireProtocol};
 use crate::shutdown::Shutdown;
 
 /// The name go-plugin hosts health-check.
-pub const HEALTH_SERVICE: &str = "plugin";
+pub(crate) const HEALTH_SERVICE: &str = "plugin";
 /// After `Shutdown` or SIGTERM: how long calls in flight may take to finish (go-plugin hosts
 /// kill the plugin 2 s after asking it to stop).
 const SHUTDOWN_GRACE: Duration = Duration::from_millis(1500);
@@ -43,7 +43,7 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How the gRPC plugin is set up; [`PluginOptions::from_env`] reads what the host passes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PluginOptions {
+pub(crate) struct PluginOptions {
     /// What the host passed: socket directory and group, protocol versions, and its
     /// certificate (`PLUGIN_CLIENT_CERT`, PEM: set means AutoMTLS).
     pub host: HostEnv,
@@ -55,7 +55,7 @@ pub struct PluginOptions {
 
 impl PluginOptions {
     /// Options from the environment the host sets.
-    pub fn from_env() -> PluginOptions {
+    pub(crate) fn from_env() -> PluginOptions {
         PluginOptions {
             host: HostEnv::from_env(),
             exit_on_disconnect: true,
@@ -67,7 +67,7 @@ impl PluginOptions {
 /// Serves `engine` as a go-plugin gRPC plugin: creates the socket, announces it on stdout and
 /// serves until `GRPCController/Shutdown`, `shutdown` (see [`crate::shutdown::on_signals`]), or
 /// the host going away. The socket is removed before returning.
-pub async fn serve(
+pub(crate) async fn serve(
     engine: Arc<Engine>,
     opts: PluginOptions,
     shutdown: Shutdown,

@@ -48,6 +48,7 @@ impl Default for ServiceOptions {
 }
 
 /// The service over an engine.
+#[derive(Debug)]
 pub struct MetricProvider {
     engine: Arc<Engine>,
     options: ServiceOptions,
@@ -141,7 +142,7 @@ fn status(e: CallError) -> Status {
 }
 
 /// Parses gRPC's `grpc-timeout` header: up to eight digits and a unit (H, M, S, m, u, n).
-pub fn parse_grpc_timeout(value: &str) -> Option<Duration> {
+pub(crate) fn parse_grpc_timeout(value: &str) -> Option<Duration> {
     let unit = value.chars().last()?;
     let digits = value.get(..value.len().checked_sub(unit.len_utf8())?)?;
     if digits.is_empty() || digits.len() > 8 || !digits.bytes().all(|b| b.is_ascii_digit()) {

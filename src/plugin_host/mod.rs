@@ -9,16 +9,16 @@ mod socket;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-pub use socket::PluginSocket;
+pub(crate) use socket::PluginSocket;
 
 /// The magic cookie Argo Rollouts sets for metric-provider plugins.
-pub const COOKIE_KEY: &str = "ARGO_ROLLOUTS_RPC_PLUGIN";
+pub(crate) const COOKIE_KEY: &str = "ARGO_ROLLOUTS_RPC_PLUGIN";
 /// Its value.
-pub const COOKIE_VALUE: &str = "metricprovider";
+pub(crate) const COOKIE_VALUE: &str = "metricprovider";
 /// go-plugin's core protocol version.
 const CORE_PROTOCOL_VERSION: u32 = 1;
 /// The application protocol version Argo Rollouts uses.
-pub const APP_PROTOCOL_VERSION: u32 = 1;
+pub(crate) const APP_PROTOCOL_VERSION: u32 = 1;
 
 /// Why a plugin process could not start or serve (either protocol).
 #[derive(Debug, thiserror::Error)]
@@ -34,10 +34,18 @@ pub enum HostError {
     #[error(
         "the plugin host offers protocol versions {offered:?}, but rollgate speaks only version 1"
     )]
-    UnsupportedProtocol { offered: String },
+    UnsupportedProtocol {
+        /// `PLUGIN_PROTOCOL_VERSIONS` as given.
+        offered: String,
+    },
     /// The socket (or its directory) could not be created.
     #[error("cannot create the plugin socket in {dir}: {source}")]
-    Socket { dir: PathBuf, source: io::Error },
+    Socket {
+        /// The directory.
+        dir: PathBuf,
+        /// What the system said.
+        source: io::Error,
+    },
     /// `PLUGIN_UNIX_SOCKET_GROUP` names no group.
     #[error("unknown socket group {0:?}")]
     UnknownGroup(String),
@@ -50,7 +58,7 @@ pub enum HostError {
 }
 
 /// Checks that the process was started by a plugin host (the magic cookie is set).
-pub fn check_cookie() -> Result<(), HostError> {
+pub(crate) fn check_cookie() -> Result<(), HostError> {
     match std::env::var(COOKIE_KEY) {
         Ok(v) if v == COOKIE_VALUE => Ok(()),
         _ => Err(HostError::NotLaunchedByHost),
@@ -60,7 +68,7 @@ pub fn check_cookie() -> Result<(), HostError> {
 /// What a go-plugin host passes its plugin in the environment. A variable that is unset, empty
 /// or only whitespace counts as not given (the two plugin modes used to disagree on whitespace).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HostEnv {
+pub(crate) struct HostEnv {
     /// Where the socket's directory goes (`PLUGIN_UNIX_SOCKET_DIR`, else the temp dir).
     pub socket_dir: PathBuf,
     /// Group given read/write access to the socket (`PLUGIN_UNIX_SOCKET_GROUP`, name or gid).
@@ -73,12 +81,12 @@ pub struct HostEnv {
 
 impl HostEnv {
     /// The process environment.
-    pub fn from_env() -> HostEnv {
+    pub(crate) fn from_env() -> HostEnv {
         HostEnv::from_vars(|k| std::env::var(k).ok())
     }
 
     /// The environment as `var` answers it (for tests: no process state).
-    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> HostEnv {
+    pub(crate) fn from_vars(var: impl Fn(&str) -> Option<String>) -> HostEnv {
         let var = |k: &str| var(k).filter(|v| !v.trim().is_empty());
         HostEnv {
             socket_dir: var("PLUGIN_UNIX_SOCKET_DIR")
@@ -90,12 +98,12 @@ impl HostEnv {
     }
 
     /// The protocol version to speak (see [`negotiate_version`]).
-    pub fn version(&self) -> Result<u32, HostError> {
+    pub(crate) fn version(&self) -> Result<u32, HostError> {
         negotiate_version(self.protocol_versions.as_deref())
     }
 
     /// Creates the plugin's socket where the host asked (see [`PluginSocket::bind`]).
-    pub fn bind(&self) -> Result<(PluginSocket, tokio::net::UnixListener), HostError> {
+    pub(crate) fn bind(&self) -> Result<(PluginSocket, tokio::net::UnixListener), HostError> {
         PluginSocket::bind(&self.socket_dir, self.socket_group.as_deref())
     }
 }
@@ -103,7 +111,7 @@ impl HostEnv {
 /// Picks the protocol version from the host's `PLUGIN_PROTOCOL_VERSIONS` (a comma list):
 /// version 1 must be among them. Entries that are not numbers are ignored, as go-plugin does;
 /// no list at all means the host predates negotiation and speaks version 1.
-pub fn negotiate_version(offered: Option<&str>) -> Result<u32, HostError> {
+pub(crate) fn negotiate_version(offered: Option<&str>) -> Result<u32, HostError> {
     let Some(list) = offered.filter(|s| !s.trim().is_empty()) else {
         return Ok(APP_PROTOCOL_VERSION);
     };
@@ -122,7 +130,7 @@ pub fn negotiate_version(offered: Option<&str>) -> Result<u32, HostError> {
 
 /// The go-plugin protocol a plugin serves, as named in the handshake line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WireProtocol {
+pub(crate) enum WireProtocol {
     /// Go's net/rpc over yamux.
     NetRpc,
     /// gRPC over HTTP/2.
@@ -140,7 +148,7 @@ impl WireProtocol {
 
 /// The handshake line go-plugin hosts parse: core version, app version, network, address,
 /// protocol, and the plugin's server certificate (base64 DER; empty without AutoMTLS).
-pub fn handshake_line(
+pub(crate) fn handshake_line(
     protocol: WireProtocol,
     version: u32,
     socket: &Path,
@@ -155,7 +163,7 @@ pub fn handshake_line(
 
 /// Writes `line` (a [`handshake_line`]) to stdout and flushes it. Nothing else is ever written
 /// there.
-pub fn announce(line: &str) -> Result<(), HostError> {
+pub(crate) fn announce(line: &str) -> Result<(), HostError> {
     let mut out = io::stdout().lock();
     out.write_all(line.as_bytes())
         .and_then(|()| out.flush())

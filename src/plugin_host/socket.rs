@@ -12,7 +12,7 @@ use super::HostError as PluginError;
 
 /// The plugin's listening socket, in a private directory; both are removed on drop.
 #[derive(Debug)]
-pub struct PluginSocket {
+pub(crate) struct PluginSocket {
     dir: PathBuf,
     path: PathBuf,
 }
@@ -20,7 +20,7 @@ pub struct PluginSocket {
 impl PluginSocket {
     /// Creates `<base>/rollgate-<unique>/plugin.sock`, mode 0600 (0660 and the given group
     /// when `group`, a name or a gid, is set), and listens on it.
-    pub fn bind(
+    pub(crate) fn bind(
         base: &Path,
         group: Option<&str>,
     ) -> Result<(PluginSocket, UnixListener), PluginError> {
@@ -58,7 +58,7 @@ impl PluginSocket {
     }
 
     /// Where the host dials.
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 }

@@ -31,6 +31,12 @@ pub struct Client {
     http: Arc<Mutex<HashMap<TlsKey, reqwest::Client>>>,
 }
 
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client").finish_non_exhaustive()
+    }
+}
+
 #[derive(Clone, PartialEq, Eq, Hash)]
 struct TlsKey {
     insecure_skip_verify: bool,
@@ -156,7 +162,7 @@ impl Client {
                     timeout: budget,
                 }),
             };
-            let elapsed_ms = started.elapsed().as_millis() as u64;
+            let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
             let retryable = match &outcome {
                 Ok((status, _)) => {
                     tracing::debug!(address = %address, kind = req.kind(), query = req.query(),
@@ -444,6 +450,8 @@ fn percent_decode(s: &str) -> String {
         let hex = |j: usize| bytes.get(j).and_then(|&c| char::from(c).to_digit(16));
         match (b, hex(i + 1), hex(i + 2)) {
             (b'%', Some(hi), Some(lo)) => {
+                // Two hex digits: at most 255.
+                #[allow(clippy::cast_possible_truncation)]
                 out.push((hi * 16 + lo) as u8);
                 i += 3;
             }

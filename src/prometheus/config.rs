@@ -5,11 +5,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// Default per-request timeout.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default number of retries after the first attempt.
-pub const DEFAULT_RETRIES: u32 = 2;
+pub(crate) const DEFAULT_RETRIES: u32 = 2;
 /// Default cap on a response body (64 MiB).
-pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 64 * 1024 * 1024;
+pub(crate) const DEFAULT_MAX_RESPONSE_BYTES: u64 = 64 * 1024 * 1024;
 
 /// How to reach one Prometheus-compatible API (the `prometheus:` block of a metric spec).
 ///
@@ -103,7 +103,7 @@ impl fmt::Debug for PrometheusConfig {
 
 /// Header names whose values are credentials: the three standard ones, plus anything that
 /// looks like a token or key (`X-Api-Key`, `X-Auth-Token`, ...), to err on the safe side.
-pub fn is_sensitive_header(name: &str) -> bool {
+pub(crate) fn is_sensitive_header(name: &str) -> bool {
     let lower = name.to_ascii_lowercase();
     matches!(
         lower.as_str(),
@@ -115,7 +115,7 @@ pub fn is_sensitive_header(name: &str) -> bool {
 
 /// `url` without any `user:pass@` in its authority. Works on anything URL-shaped, including
 /// strings that would not parse as URLs, so it is safe to use on user input in messages.
-pub fn redact_url(url: &str) -> String {
+pub(crate) fn redact_url(url: &str) -> String {
     let (scheme, rest) = match url.find("://") {
         Some(i) => url.split_at(i + 3),
         None => ("", url),

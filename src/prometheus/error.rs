@@ -50,47 +50,80 @@ impl fmt::Debug for Origin {
 pub enum PrometheusError {
     /// The TCP/TLS connection could not be set up or broke before an answer arrived.
     #[error("cannot reach {origin}: {detail}")]
-    Connect { origin: Origin, detail: String },
+    Connect {
+        /// The server, without userinfo.
+        origin: Origin,
+        /// What the HTTP client reported.
+        detail: String,
+    },
 
     /// No complete answer within the per-request timeout (or what was left of the deadline).
     #[error("{origin} did not answer within {}", fmt_duration(*.timeout))]
-    Timeout { origin: Origin, timeout: Duration },
+    Timeout {
+        /// The server, without userinfo.
+        origin: Origin,
+        /// The time that ran out.
+        timeout: Duration,
+    },
 
     /// A non-2xx HTTP status whose body is not a Prometheus error object.
     #[error("{origin} answered HTTP {status}: {excerpt}")]
     Http {
+        /// The server, without userinfo.
         origin: Origin,
+        /// The HTTP status.
         status: u16,
+        /// The start of the body.
         excerpt: String,
     },
 
     /// `"status": "error"`: the API refused or failed the query.
     #[error("{origin} returned an error ({error_type}{}): {message}", fmt_status(*.status))]
     Api {
+        /// The server, without userinfo.
         origin: Origin,
         /// The HTTP status that carried the error object.
         status: u16,
         /// Prometheus' `errorType`, e.g. `bad_data`, `execution`, `timeout`.
         error_type: String,
+        /// Prometheus' `error` text.
         message: String,
     },
 
     /// The body is not a well-formed query response.
     #[error("malformed response from {origin}: {detail}")]
-    Malformed { origin: Origin, detail: String },
+    Malformed {
+        /// The server, without userinfo.
+        origin: Origin,
+        /// What is wrong with the body.
+        detail: String,
+    },
 
     /// `isPartial: true` (VictoriaMetrics cluster): some storage nodes did not answer, so series
     /// may be missing. Never a result, whatever the data says.
     #[error("{origin} returned a partial response (isPartial: true): some storage nodes did not answer, so series may be missing and no verdict is given")]
-    Partial { origin: Origin },
+    Partial {
+        /// The server, without userinfo.
+        origin: Origin,
+    },
 
     /// The body exceeded `max_response_bytes`; it was not read to the end.
     #[error("response from {origin} exceeds the limit of {limit} bytes")]
-    TooLarge { origin: Origin, limit: u64 },
+    TooLarge {
+        /// The server, without userinfo.
+        origin: Origin,
+        /// `max_response_bytes`.
+        limit: u64,
+    },
 
     /// A result type other than scalar, vector or matrix (e.g. `string`), as Argo rejects it.
     #[error("{origin} returned a result of type `{result_type}`; only scalar, vector and matrix are supported")]
-    UnsupportedResultType { origin: Origin, result_type: String },
+    UnsupportedResultType {
+        /// The server, without userinfo.
+        origin: Origin,
+        /// The `resultType` it gave.
+        result_type: String,
+    },
 
     /// The `prometheus:` block cannot be used: bad address, unreadable token/password/CA file, ...
     /// Names files by path, never by content.
@@ -99,13 +132,21 @@ pub enum PrometheusError {
 
     /// A record/replay file cannot be read, parsed or written.
     #[error("recording {path}: {detail}")]
-    Recording { path: String, detail: String },
+    Recording {
+        /// The file.
+        path: String,
+        /// What went wrong with it.
+        detail: String,
+    },
 
     /// Replay mode has no (or no unambiguous) recorded answer for this query.
     #[error("no recorded response for {kind} query `{query}`: {detail}")]
     ReplayMiss {
+        /// `instant` or `range`.
         kind: &'static str,
+        /// The PromQL asked for.
         query: String,
+        /// Why no recorded answer fits.
         detail: String,
     },
 }

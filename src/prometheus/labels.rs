@@ -95,6 +95,7 @@ impl Labels {
 }
 
 /// Iterator over `(name, value)` pairs of a [`Labels`], in name order.
+#[derive(Debug)]
 pub struct Iter<'a> {
     labels: &'a Labels,
     next: usize,
@@ -297,10 +298,11 @@ impl LabelsBuilder {
         let mut ends = Vec::with_capacity(2 * count);
         for (i, &(name, value)) in self.spans.iter().enumerate() {
             if keep(i) {
+                // The total length fits a u32 (checked above).
                 out.push_str(slice(name));
-                ends.push(out.len() as u32);
+                ends.push(u32::try_from(out.len()).unwrap_or(u32::MAX));
                 out.push_str(slice(value));
-                ends.push(out.len() as u32);
+                ends.push(u32::try_from(out.len()).unwrap_or(u32::MAX));
             }
         }
         Some(Labels {

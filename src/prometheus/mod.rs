@@ -15,13 +15,12 @@ mod request;
 mod response;
 
 pub use client::Client;
-pub use config::{
-    is_sensitive_header, redact_url, BasicAuth, PrometheusConfig, DEFAULT_MAX_RESPONSE_BYTES,
-    DEFAULT_RETRIES, DEFAULT_TIMEOUT,
-};
+pub(crate) use config::redact_url;
+pub use config::{BasicAuth, PrometheusConfig};
 pub use error::{Origin, PrometheusError};
 pub use labels::{Iter as LabelsIter, Labels};
-pub use range_cache::{CacheStats, Grid, RangeCache, MAX_POINTS};
+pub(crate) use range_cache::Grid;
+pub use range_cache::RangeCache;
 pub use replay::{Recorder, Replay};
 pub use request::QueryRequest;
 pub use response::{parse_response, QueryData, QueryResponse, RangeSeries, Sample, Series};
@@ -29,7 +28,7 @@ pub use response::{parse_response, QueryData, QueryResponse, RangeSeries, Sample
 use tokio::time::Instant;
 
 /// Where queries go: live, live-and-recording, or answered from a recording.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub enum Backend {
     /// Straight to the configured server.
     Live(Client),

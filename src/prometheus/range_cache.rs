@@ -26,7 +26,7 @@ use super::{
 };
 
 /// Points per series per range request; Prometheus' limit is 11,000.
-pub const MAX_POINTS: i64 = 11_000;
+pub(crate) const MAX_POINTS: i64 = 11_000;
 
 /// Step-aligned evaluation times `start + k * step` up to `end` (inclusive).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,6 +95,15 @@ pub struct RangeCache {
     served: AtomicU64,
     passed: AtomicU64,
     fetches: AtomicU64,
+}
+
+impl std::fmt::Debug for RangeCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RangeCache")
+            .field("inner", &self.inner)
+            .field("grids", &self.grids)
+            .finish_non_exhaustive()
+    }
 }
 
 impl RangeCache {

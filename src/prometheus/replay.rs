@@ -148,6 +148,21 @@ struct FileIn {
     entries: Vec<EntryRepr>,
 }
 
+// No entries: they are whole Prometheus answers (and the recorder's lock is not taken here).
+impl std::fmt::Debug for Recorder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Recorder").finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for Replay {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Replay")
+            .field("entries", &self.entries.len())
+            .finish_non_exhaustive()
+    }
+}
+
 impl Recorder {
     /// An empty recording.
     pub fn new() -> Self {

@@ -24,7 +24,7 @@ use crate::spec::{substitute, ArgValues, Metric, MetricSpec, Provider, SpecError
 /// what a failing hook does depends on its type (`scheduler.go`, `scheduler_hooks.go`).
 /// Argo's web provider makes every non-2xx an Error measurement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Audience {
+pub(crate) enum Audience {
     /// `/flagger/v1/check` without a `hook` type, and `post-rollout` (whose failure is only an
     /// event): Successful 200, Failed 412, Inconclusive and Running 409, Error 503.
     FlaggerCheck,
@@ -44,7 +44,7 @@ pub enum Audience {
 
 impl Audience {
     /// The status code that tells this caller `phase`.
-    pub fn status(self, phase: Phase) -> StatusCode {
+    pub(crate) fn status(self, phase: Phase) -> StatusCode {
         use Phase::*;
         match (self, phase) {
             (_, Error) => StatusCode::SERVICE_UNAVAILABLE,
@@ -62,19 +62,26 @@ impl Audience {
 }
 
 /// The name an inline metric gets when the request names none.
-pub const INLINE_METRIC_NAME: &str = "inline";
+pub(crate) const INLINE_METRIC_NAME: &str = "inline";
 
 /// Which analysis a request asks for.
 #[derive(Debug, Clone)]
 pub enum Selection {
     /// A template loaded from `--templates`, optionally one metric of it.
     Template {
+        /// The template's name.
         name: String,
+        /// One of its metrics; all without.
         metric: Option<String>,
     },
     /// A spec sent with the request: a rollgate metric spec (plus optional `successCondition` /
     /// `failureCondition`), or an Argo metric object (with `provider`).
-    Inline { spec: Value, name: String },
+    Inline {
+        /// The spec as sent.
+        spec: Value,
+        /// The metric's name.
+        name: String,
+    },
 }
 
 /// The metrics to measure for one request.
@@ -173,7 +180,7 @@ fn plan_template(
 }
 
 /// Builds the metric of an inline spec, `{{args.*}}` resolved.
-pub fn inline_metric(
+pub(crate) fn inline_metric(
     spec: &Value,
     name: &str,
     args: &[(String, String)],
@@ -241,7 +248,7 @@ fn refuse_unsupported<M: AsRef<Metric>>(
 }
 
 /// A metric's kind, as labelled in `/metrics` and answers.
-pub fn kind_of(metric: &Metric) -> &'static str {
+pub(crate) fn kind_of(metric: &Metric) -> &'static str {
     match &metric.provider {
         Provider::Rollgate(spec) => spec.kind.name(),
         Provider::Prometheus { .. } => "prometheus",
@@ -253,7 +260,7 @@ pub fn kind_of(metric: &Metric) -> &'static str {
 /// deadline (an Error that says so past it). `run` identifies the run of repeated calls this
 /// one belongs to (Flagger's canary revision, the web provider's request), so a metric with an
 /// `interval` is placed in it by the engine's run tracker.
-pub async fn measure(state: &AppState, plan: &Plan, run: Option<&str>) -> Combined {
+pub(crate) async fn measure(state: &AppState, plan: &Plan, run: Option<&str>) -> Combined {
     let deadline = state.settings.deadline;
     let work = plan.metrics.iter().map(|metric| async move {
         let started = Instant::now();
@@ -296,7 +303,7 @@ pub async fn measure(state: &AppState, plan: &Plan, run: Option<&str>) -> Combin
 }
 
 /// Every measurement as JSON in the serve key set (Argo's fields plus `metric` and `kind`).
-pub fn measurements_json(outcome: &Combined) -> Value {
+pub(crate) fn measurements_json(outcome: &Combined) -> Value {
     outcome.measurements_json(JsonKeys::Serve, "")
 }
 

@@ -11,7 +11,7 @@ use thiserror::Error;
 
 /// The expected token. `Debug` never shows it.
 #[derive(Clone, PartialEq, Eq)]
-pub struct Token(Arc<Vec<u8>>);
+pub(crate) struct Token(Arc<Vec<u8>>);
 
 impl fmt::Debug for Token {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -21,7 +21,7 @@ impl fmt::Debug for Token {
 
 /// Why the token file cannot be used (its content never appears here).
 #[derive(Debug, Error)]
-pub enum AuthError {
+pub(crate) enum AuthError {
     /// The file cannot be read.
     #[error("cannot read the auth token file {path}: {source}")]
     Read {
@@ -35,7 +35,7 @@ pub enum AuthError {
 
 /// Why a request was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Refusal {
+pub(crate) enum Refusal {
     /// No `Authorization: Bearer` header.
     Missing,
     /// A bearer token that is not the expected one.
@@ -44,7 +44,7 @@ pub enum Refusal {
 
 impl Refusal {
     /// The reason given to the client (never the token).
-    pub fn reason(self) -> &'static str {
+    pub(crate) fn reason(self) -> &'static str {
         match self {
             Refusal::Missing => {
                 "missing bearer token: send the header `Authorization: Bearer <token>` (Flagger webhooks: metadata `token`)"
@@ -56,7 +56,7 @@ impl Refusal {
 
 /// Reads a token file: its content, trimmed of surrounding whitespace (a trailing newline is
 /// what `kubectl create secret --from-file` and editors leave).
-pub fn read_token(path: &Path) -> Result<Token, AuthError> {
+pub(crate) fn read_token(path: &Path) -> Result<Token, AuthError> {
     let raw = std::fs::read(path).map_err(|source| AuthError::Read {
         path: path.to_path_buf(),
         source,
@@ -72,14 +72,14 @@ pub fn read_token(path: &Path) -> Result<Token, AuthError> {
 
 /// The authentication state of a server: off, or the token in use.
 #[derive(Debug)]
-pub struct Auth {
+pub(crate) struct Auth {
     file: Option<PathBuf>,
     token: RwLock<Option<Token>>,
 }
 
 impl Auth {
     /// No authentication.
-    pub fn disabled() -> Auth {
+    pub(crate) fn disabled() -> Auth {
         Auth {
             file: None,
             token: RwLock::new(None),
@@ -87,7 +87,7 @@ impl Auth {
     }
 
     /// Authentication with the token in `file`, read now.
-    pub fn from_file(file: &Path) -> Result<Auth, AuthError> {
+    pub(crate) fn from_file(file: &Path) -> Result<Auth, AuthError> {
         let token = read_token(file)?;
         Ok(Auth {
             file: Some(file.to_path_buf()),
@@ -96,12 +96,12 @@ impl Auth {
     }
 
     /// Whether requests must carry a token.
-    pub fn enabled(&self) -> bool {
+    pub(crate) fn enabled(&self) -> bool {
         self.file.is_some()
     }
 
     /// Re-reads the token file (for a rotated secret); on failure the old token stays.
-    pub fn reload(&self) -> Result<(), AuthError> {
+    pub(crate) fn reload(&self) -> Result<(), AuthError> {
         let Some(file) = &self.file else {
             return Ok(());
         };
@@ -114,13 +114,13 @@ impl Auth {
     }
 
     /// Checks an `Authorization` header value against the token.
-    pub fn check(&self, authorization: Option<&[u8]>) -> Result<(), Refusal> {
+    pub(crate) fn check(&self, authorization: Option<&[u8]>) -> Result<(), Refusal> {
         self.check_token(authorization.and_then(bearer_token))
     }
 
     /// Checks a token presented some other way (Flagger cannot send headers, so its webhooks
     /// carry the token in their metadata).
-    pub fn check_token(&self, presented: Option<&[u8]>) -> Result<(), Refusal> {
+    pub(crate) fn check_token(&self, presented: Option<&[u8]>) -> Result<(), Refusal> {
         let expected = match self.token.read() {
             Ok(guard) => guard.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),

@@ -11,7 +11,7 @@ use crate::engine::Engine;
 
 /// What the handlers need to know about the server's limits.
 #[derive(Debug, Clone)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// Time allowed for a verdict; the answer comes within it (default 8 s, under Flagger's 10 s).
     pub deadline: Duration,
     /// Time allowed to receive a request, headers and body (the verdict then has `deadline`).
@@ -25,7 +25,7 @@ pub struct Settings {
 }
 
 /// Everything `serve` is started with.
-pub struct ServeConfig {
+pub(crate) struct ServeConfig {
     /// Where to listen.
     pub listen: SocketAddr,
     /// The templates directory.
@@ -81,7 +81,7 @@ impl ServeConfig {
 
 /// Why the server could not start.
 #[derive(Debug, Error)]
-pub enum ServeError {
+pub(crate) enum ServeError {
     /// The templates directory has broken files.
     #[error("{0}")]
     Templates(#[from] templates::LoadError),

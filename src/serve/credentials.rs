@@ -12,14 +12,14 @@ use super::ServeError;
 
 /// The certificate (when TLS is on) and the token (when authentication is on) in use.
 #[derive(Clone)]
-pub struct Credentials {
+pub(crate) struct Credentials {
     tls: Option<Arc<tls::Reloadable>>,
     auth: Arc<Auth>,
 }
 
 impl Credentials {
     /// Reads the TLS files and the token file now; either may be absent.
-    pub fn load(
+    pub(crate) fn load(
         tls: Option<TlsFiles>,
         token_file: Option<&Path>,
     ) -> Result<Credentials, ServeError> {
@@ -38,28 +38,28 @@ impl Credentials {
     }
 
     /// The token check (disabled when no token file was given).
-    pub fn auth(&self) -> &Arc<Auth> {
+    pub(crate) fn auth(&self) -> &Arc<Auth> {
         &self.auth
     }
 
     /// The reloadable certificate, when TLS is on.
-    pub fn tls(&self) -> Option<Arc<tls::Reloadable>> {
+    pub(crate) fn tls(&self) -> Option<Arc<tls::Reloadable>> {
         self.tls.clone()
     }
 
     /// Whether connections are TLS.
-    pub fn has_tls(&self) -> bool {
+    pub(crate) fn has_tls(&self) -> bool {
         self.tls.is_some()
     }
 
     /// The acceptor for a new connection: the certificate of the latest successful reload.
-    pub fn acceptor(&self) -> Option<tokio_rustls::TlsAcceptor> {
+    pub(crate) fn acceptor(&self) -> Option<tokio_rustls::TlsAcceptor> {
         self.tls.as_ref().map(|t| t.get())
     }
 
     /// Re-reads the token and the TLS files (blocking file I/O: call it off the async
     /// workers). Each keeps its old value when its new one is broken, and says so in the log.
-    pub fn reload(&self) {
+    pub(crate) fn reload(&self) {
         if let Err(e) = self.auth.reload() {
             tracing::error!(error = %e, "auth token reload failed; the token in use stays");
         }

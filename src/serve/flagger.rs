@@ -64,7 +64,7 @@ pub struct Payload {
 
 /// Which endpoint was called.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Endpoint {
+pub(crate) enum Endpoint {
     /// `/flagger/v1/check`: any hook type, named by `metadata.hook`.
     Check,
     /// `/flagger/v1/rollback`: the `rollback` hook.
@@ -132,7 +132,7 @@ impl HookType {
 
     /// How Flagger reads this hook's status code (v1.44 `scheduler.go` `advanceCanary`,
     /// `runAnalysis`; `scheduler_hooks.go`).
-    pub fn audience(self) -> Audience {
+    pub(crate) fn audience(self) -> Audience {
         match self {
             HookType::Rollout | HookType::PreRollout => Audience::FlaggerCounted,
             HookType::PostRollout => Audience::FlaggerCheck,
@@ -147,7 +147,7 @@ impl HookType {
 /// Whom the answer is for: the endpoint and `metadata.hook` together. Without `hook`,
 /// `/flagger/v1/check` keeps the codes it had before hook types (200/412/409/503) and
 /// `/flagger/v1/rollback` is the rollback hook; the rollback endpoint takes no other type.
-pub fn audience(endpoint: Endpoint, hook: Option<HookType>) -> Result<Audience, Rejection> {
+pub(crate) fn audience(endpoint: Endpoint, hook: Option<HookType>) -> Result<Audience, Rejection> {
     match (endpoint, hook) {
         (Endpoint::Check, None) => Ok(Audience::FlaggerCheck),
         (Endpoint::Rollback, None | Some(HookType::Rollback)) => Ok(Audience::FlaggerRollback),
@@ -308,12 +308,12 @@ fn add_condition(
 }
 
 /// `POST /flagger/v1/check`.
-pub async fn check(State(state): State<Arc<AppState>>, request: Request) -> Response {
+pub(crate) async fn check(State(state): State<Arc<AppState>>, request: Request) -> Response {
     hook(&state, request, Endpoint::Check).await
 }
 
 /// `POST /flagger/v1/rollback`.
-pub async fn rollback(State(state): State<Arc<AppState>>, request: Request) -> Response {
+pub(crate) async fn rollback(State(state): State<Arc<AppState>>, request: Request) -> Response {
     hook(&state, request, Endpoint::Rollback).await
 }
 

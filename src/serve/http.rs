@@ -42,7 +42,7 @@ impl Rejection {
 
 /// What a handler tells the access log about the request it served.
 #[derive(Debug, Clone, Default)]
-pub struct AccessNote {
+pub(crate) struct AccessNote {
     /// The template used, if any.
     pub template: Option<String>,
     /// `namespace/name` of a Flagger canary.
@@ -54,7 +54,7 @@ pub struct AccessNote {
 }
 
 /// Whether the caller asked for JSON (`Accept: application/json`).
-pub fn wants_json(headers: &HeaderMap) -> bool {
+pub(crate) fn wants_json(headers: &HeaderMap) -> bool {
     headers
         .get_all(header::ACCEPT)
         .iter()
@@ -63,7 +63,7 @@ pub fn wants_json(headers: &HeaderMap) -> bool {
 }
 
 /// An answer as plain text (one line) or as the given JSON.
-pub fn reply(status: StatusCode, json: bool, text: &str, body: Value) -> Response {
+pub(crate) fn reply(status: StatusCode, json: bool, text: &str, body: Value) -> Response {
     if json {
         reply_json(status, &body)
     } else {
@@ -72,7 +72,7 @@ pub fn reply(status: StatusCode, json: bool, text: &str, body: Value) -> Respons
 }
 
 /// A JSON answer.
-pub fn reply_json(status: StatusCode, body: &Value) -> Response {
+pub(crate) fn reply_json(status: StatusCode, body: &Value) -> Response {
     (
         status,
         [(
@@ -85,7 +85,7 @@ pub fn reply_json(status: StatusCode, body: &Value) -> Response {
 }
 
 /// A one-line plain-text answer.
-pub fn reply_text(status: StatusCode, text: &str) -> Response {
+pub(crate) fn reply_text(status: StatusCode, text: &str) -> Response {
     (
         status,
         [(
@@ -99,12 +99,12 @@ pub fn reply_text(status: StatusCode, text: &str) -> Response {
 
 /// The answer to a refused request (JSON when the caller asked for it), with the refusal
 /// noted for the access log.
-pub fn refuse(headers: &HeaderMap, rejection: Rejection) -> Response {
+pub(crate) fn refuse(headers: &HeaderMap, rejection: Rejection) -> Response {
     refuse_with(wants_json(headers), rejection)
 }
 
 /// The answer to a refused request, as JSON or plain text.
-pub fn refuse_with(as_json: bool, rejection: Rejection) -> Response {
+pub(crate) fn refuse_with(as_json: bool, rejection: Rejection) -> Response {
     let json = json!({"error": rejection.message, "status": rejection.status.as_u16()});
     let mut response = reply(rejection.status, as_json, &rejection.message, json);
     response.extensions_mut().insert(AccessNote {
@@ -117,10 +117,10 @@ pub fn refuse_with(as_json: bool, rejection: Rejection) -> Response {
 /// Marks a Flagger request without an `Authorization` header while authentication is on: its
 /// handler must find the token in the payload's metadata (`token`).
 #[derive(Debug, Clone, Copy)]
-pub struct TokenInMetadata;
+pub(crate) struct TokenInMetadata;
 
 /// 401 for a request without a valid token.
-pub fn unauthorized(headers: &HeaderMap, refusal: Refusal) -> Response {
+pub(crate) fn unauthorized(headers: &HeaderMap, refusal: Refusal) -> Response {
     let mut response = refuse(
         headers,
         Rejection {
@@ -137,7 +137,7 @@ pub fn unauthorized(headers: &HeaderMap, refusal: Refusal) -> Response {
 
 /// Reads a request body of at most `limit` bytes within `timeout`: 413 above the limit
 /// (announced or actual), 408 when the client is too slow, 400 when the connection fails.
-pub async fn read_body(
+pub(crate) async fn read_body(
     headers: &HeaderMap,
     body: Body,
     limit: usize,
@@ -156,8 +156,9 @@ pub async fn read_body(
     }
     let read = async {
         let mut stream = body.into_data_stream();
-        let mut buf: Vec<u8> =
-            Vec::with_capacity(announced.unwrap_or(0).min(limit as u64) as usize);
+        let mut buf: Vec<u8> = Vec::with_capacity(
+            announced.map_or(0, |n| usize::try_from(n).unwrap_or(limit).min(limit)),
+        );
         while let Some(chunk) = stream.next().await {
             let chunk = chunk.map_err(|e| {
                 Rejection::bad_request(format!("cannot read the request body: {e}"))
@@ -179,7 +180,7 @@ pub async fn read_body(
 }
 
 /// Describes a JSON value's type for error messages (`the number 3`).
-pub fn describe(value: &Value) -> String {
+pub(crate) fn describe(value: &Value) -> String {
     match value {
         Value::Null => "null".into(),
         Value::Bool(b) => format!("the boolean {b}"),
@@ -191,7 +192,7 @@ pub fn describe(value: &Value) -> String {
 }
 
 /// Parses a JSON object body, with a reason a person can act on when it is not one.
-pub fn parse_object(bytes: &[u8]) -> Result<serde_json::Map<String, Value>, Rejection> {
+pub(crate) fn parse_object(bytes: &[u8]) -> Result<serde_json::Map<String, Value>, Rejection> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(Rejection::bad_request(
             "empty request body: expected a JSON object",

@@ -30,7 +30,7 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 pub(super) struct Peer(pub(super) SocketAddr);
 
 /// A bound server, ready to run.
-pub struct Server {
+pub(crate) struct Server {
     listener: TcpListener,
     state: Arc<AppState>,
     router: Router,
@@ -43,7 +43,7 @@ pub struct Server {
 impl Server {
     /// Loads the templates, the token and the TLS files and binds the listener; every
     /// problem is reported before anything is served.
-    pub async fn bind(config: ServeConfig) -> Result<Server, ServeError> {
+    pub(crate) async fn bind(config: ServeConfig) -> Result<Server, ServeError> {
         config.check()?;
         // Taken before anything is read: a change made while loading is then seen as one.
         let watch = config.reload_interval.map(|every| {
@@ -89,25 +89,28 @@ impl Server {
     }
 
     /// The bound address (with the real port when `--listen` asked for port 0).
-    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+    pub(crate) fn local_addr(&self) -> std::io::Result<SocketAddr> {
         self.listener.local_addr()
     }
 
     /// The certificate and token in use, reloaded with the templates: give them to another
     /// listener (`--grpc-listen`) so that it follows the same reloads.
-    pub fn credentials(&self) -> Credentials {
+    pub(crate) fn credentials(&self) -> Credentials {
         self.credentials.clone()
     }
 
     /// An observer that counts queries in this server's `/metrics`, for an engine serving
     /// beside it (`--grpc-listen`).
-    pub fn query_observer(&self) -> QueryObserver {
+    pub(crate) fn query_observer(&self) -> QueryObserver {
         observer(self.state.metrics.clone())
     }
 
     /// Serves until `shutdown` resolves (with the signal's name, for the log), then stops
     /// accepting and waits up to the grace period for requests in flight. SIGHUP reloads.
-    pub async fn run(self, shutdown: impl Future<Output = &'static str>) -> Result<(), ServeError> {
+    pub(crate) async fn run(
+        self,
+        shutdown: impl Future<Output = &'static str>,
+    ) -> Result<(), ServeError> {
         let mut hangup = signal(SignalKind::hangup()).map_err(ServeError::Signals)?;
         let addr = self.local_addr().ok();
         tracing::info!(
@@ -115,7 +118,7 @@ impl Server {
             tls = self.credentials.has_tls(),
             auth = self.state.auth.enabled(),
             templates = self.state.templates.current().len(),
-            deadline_ms = self.state.settings.deadline.as_millis() as u64,
+            deadline_ms = u64::try_from(self.state.settings.deadline.as_millis()).unwrap_or(u64::MAX),
             "listening"
         );
         if let Some((every, watched, seen)) = self.watch.clone() {
@@ -161,13 +164,13 @@ impl Server {
         tracing::info!(
             signal = signal_name,
             connections = in_flight,
-            grace_ms = self.shutdown_grace.as_millis() as u64,
+            grace_ms = u64::try_from(self.shutdown_grace.as_millis()).unwrap_or(u64::MAX),
             "shutting down: no longer accepting, finishing requests in flight"
         );
         match tokio::time::timeout(self.shutdown_grace, graceful.shutdown()).await {
             Ok(()) => tracing::info!("shut down"),
             Err(_) => tracing::warn!(
-                grace_ms = self.shutdown_grace.as_millis() as u64,
+                grace_ms = u64::try_from(self.shutdown_grace.as_millis()).unwrap_or(u64::MAX),
                 "grace period over: closing the remaining connections"
             ),
         }

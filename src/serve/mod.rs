@@ -13,25 +13,22 @@
 //! layer), [`credentials`] (the TLS and token source the gRPC listener shares).
 
 pub mod analysis;
-pub mod auth;
-pub mod config;
-pub mod credentials;
+pub(crate) mod auth;
+pub(crate) mod config;
+pub(crate) mod credentials;
 pub mod flagger;
 mod http;
-pub mod listener;
-pub mod ops;
+pub(crate) mod listener;
+pub(crate) mod ops;
 mod reload;
-pub mod routes;
-pub mod state;
+pub(crate) mod routes;
+pub(crate) mod state;
 pub mod templates;
-pub mod tls;
-pub mod watch;
+pub(crate) mod tls;
+pub(crate) mod watch;
 pub mod web_provider;
 
-pub use analysis::INLINE_METRIC_NAME;
-pub use config::{ServeConfig, ServeError, Settings};
-pub use credentials::Credentials;
-pub use http::AccessNote;
-pub use listener::Server;
-pub use routes::router;
-pub use state::AppState;
+pub(crate) use config::{ServeConfig, ServeError, Settings};
+pub(crate) use credentials::Credentials;
+pub(crate) use listener::Server;
+pub(crate) use state::AppState;

@@ -83,7 +83,7 @@ fn histograms<L: Clone + std::hash::Hash + Eq>() -> Histograms<L> {
 
 /// The server's metrics. Cheap to update from every request.
 #[derive(Debug)]
-pub struct Metrics {
+pub(crate) struct Metrics {
     registry: Registry,
     requests: Family<RequestLabels, Counter>,
     request_latency: Histograms<RequestLabels>,
@@ -181,7 +181,7 @@ impl Default for Metrics {
 }
 
 /// Decrements the in-flight gauge when the request ends, however it ends.
-pub struct InFlight(Arc<AppState>);
+pub(crate) struct InFlight(Arc<AppState>);
 
 impl Drop for InFlight {
     fn drop(&mut self) {
@@ -191,13 +191,13 @@ impl Drop for InFlight {
 
 impl Metrics {
     /// Counts a request as in flight until the guard is dropped.
-    pub fn start_request(state: &Arc<AppState>) -> InFlight {
+    pub(crate) fn start_request(state: &Arc<AppState>) -> InFlight {
         state.metrics.in_flight.inc();
         InFlight(state.clone())
     }
 
     /// One finished HTTP request.
-    pub fn observe_request(&self, endpoint: &'static str, status: u16, latency: Duration) {
+    pub(crate) fn observe_request(&self, endpoint: &'static str, status: u16, latency: Duration) {
         let labels = RequestLabels { endpoint, status };
         self.requests.get_or_create(&labels).inc();
         self.request_latency
@@ -206,7 +206,7 @@ impl Metrics {
     }
 
     /// The overall verdict one surface answered.
-    pub fn observe_verdict(&self, surface: &'static str, phase: Phase) {
+    pub(crate) fn observe_verdict(&self, surface: &'static str, phase: Phase) {
         let labels = VerdictLabels {
             surface,
             phase: phase.as_str(),
@@ -215,7 +215,7 @@ impl Metrics {
     }
 
     /// One metric's measurement.
-    pub fn observe_measurement(&self, kind: &'static str, phase: Phase, latency: Duration) {
+    pub(crate) fn observe_measurement(&self, kind: &'static str, phase: Phase, latency: Duration) {
         let labels = KindPhaseLabels {
             kind,
             phase: phase.as_str(),
@@ -230,7 +230,12 @@ impl Metrics {
     /// kind: `connect`, `timeout`, `http`, `api`, `malformed`, ...) and how long it took.
     ///
     /// Fed by a query observer in the Prometheus backend, when one is installed.
-    pub fn observe_query(&self, kind: &'static str, outcome: &'static str, latency: Duration) {
+    pub(crate) fn observe_query(
+        &self,
+        kind: &'static str,
+        outcome: &'static str,
+        latency: Duration,
+    ) {
         let labels = QueryLabels { kind, outcome };
         self.queries.get_or_create(&labels).inc();
         self.query_latency
@@ -239,20 +244,20 @@ impl Metrics {
     }
 
     /// A template (re)load and the number of templates now in use.
-    pub fn observe_reload(&self, ok: bool, loaded: usize) {
+    pub(crate) fn observe_reload(&self, ok: bool, loaded: usize) {
         let result = if ok { "ok" } else { "error" };
         self.reloads.get_or_create(&ResultLabels { result }).inc();
         self.set_templates_loaded(loaded);
     }
 
     /// Sets the number of templates in use (at start-up).
-    pub fn set_templates_loaded(&self, loaded: usize) {
+    pub(crate) fn set_templates_loaded(&self, loaded: usize) {
         self.templates_loaded
             .set(i64::try_from(loaded).unwrap_or(i64::MAX));
     }
 
     /// The exposition text.
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         let mut out = String::with_capacity(8192);
         // Writing to a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
@@ -261,13 +266,13 @@ impl Metrics {
 }
 
 /// `GET /healthz`: the process is up and serving.
-pub async fn healthz() -> Response {
+pub(crate) async fn healthz() -> Response {
     (StatusCode::OK, "ok\n").into_response()
 }
 
 /// `GET /readyz`: ready when not shutting down, with templates loaded (when `--templates` is
 /// given) and, with `--readyz-prometheus`, the default Prometheus answering a trivial query.
-pub async fn readyz(State(state): State<Arc<AppState>>) -> Response {
+pub(crate) async fn readyz(State(state): State<Arc<AppState>>) -> Response {
     if state.is_shutting_down() {
         return (StatusCode::SERVICE_UNAVAILABLE, "shutting down\n").into_response();
     }
@@ -304,7 +309,7 @@ pub async fn readyz(State(state): State<Arc<AppState>>) -> Response {
 }
 
 /// `GET /metrics`: the Prometheus text exposition.
-pub async fn metrics(State(state): State<Arc<AppState>>) -> Response {
+pub(crate) async fn metrics(State(state): State<Arc<AppState>>) -> Response {
     (
         [(header::CONTENT_TYPE, CONTENT_TYPE)],
         state.metrics.render(),

@@ -21,7 +21,7 @@ const BACKSTOP_MARGIN: Duration = Duration::from_secs(1);
 
 /// Who may call an endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Guard {
+pub(crate) enum Guard {
     /// Anyone: probes and metrics scraping.
     Open,
     /// The bearer token, in the `Authorization` header.
@@ -32,7 +32,7 @@ pub enum Guard {
 
 /// One endpoint of `serve`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Endpoint {
+pub(crate) struct Endpoint {
     /// The HTTP method it answers.
     pub method: &'static str,
     /// Its path, also its `endpoint` label in `/metrics`.
@@ -42,7 +42,7 @@ pub struct Endpoint {
 }
 
 /// Every endpoint (any other path is labelled `other`).
-pub const ENDPOINTS: [Endpoint; 6] = [
+pub(crate) const ENDPOINTS: [Endpoint; 6] = [
     Endpoint {
         method: "POST",
         path: "/flagger/v1/check",
@@ -96,7 +96,7 @@ fn handler(path: &str) -> MethodRouter<Arc<AppState>> {
 }
 
 /// The routes and the access layer.
-pub fn router(state: Arc<AppState>) -> Router {
+pub(crate) fn router(state: Arc<AppState>) -> Router {
     ENDPOINTS
         .iter()
         .fold(Router::new(), |router, e| {

@@ -7,7 +7,7 @@ use super::{analysis, auth, http, ops, templates, Settings};
 use crate::engine::Engine;
 
 /// The state every request shares.
-pub struct AppState {
+pub(crate) struct AppState {
     /// The analysis engine.
     pub engine: Engine,
     /// The templates in use.
@@ -46,7 +46,7 @@ impl AppState {
     /// The metrics a request selects, from the templates in use and this server's settings.
     /// An inline spec is parsed on the blocking pool: a long query can take the parser a
     /// noticeable time, which must not hold a worker that serves other requests.
-    pub async fn plan(
+    pub(crate) async fn plan(
         self: &Arc<Self>,
         selection: analysis::Selection,
         args: Vec<(String, String)>,
@@ -74,7 +74,7 @@ impl AppState {
     }
 
     /// Whether the shutdown signal came (`/readyz` then answers 503).
-    pub fn is_shutting_down(&self) -> bool {
+    pub(crate) fn is_shutting_down(&self) -> bool {
         self.shutting_down.load(Ordering::Relaxed)
     }
 

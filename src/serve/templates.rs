@@ -16,7 +16,7 @@ const CACHE_ENTRIES: usize = 512;
 
 /// One loaded template and the file it came from.
 #[derive(Debug, Clone)]
-pub struct LoadedTemplate {
+pub(crate) struct LoadedTemplate {
     /// The parsed template (placeholders unresolved).
     pub template: Template,
     /// The file that defined it.
@@ -24,7 +24,7 @@ pub struct LoadedTemplate {
 }
 
 /// Resolved metrics of one template, shared by the requests that ask for them.
-pub type Resolved = Arc<Vec<Arc<Metric>>>;
+pub(crate) type Resolved = Arc<Vec<Arc<Metric>>>;
 
 /// (template name, arguments sorted by name).
 type CacheKey = (String, Vec<(String, String)>);
@@ -43,7 +43,7 @@ pub struct TemplateSet {
 
 impl TemplateSet {
     /// The template called `name`.
-    pub fn get(&self, name: &str) -> Option<&LoadedTemplate> {
+    pub(crate) fn get(&self, name: &str) -> Option<&LoadedTemplate> {
         self.templates.get(name)
     }
 
@@ -256,14 +256,14 @@ fn load_file(file: &Path) -> Result<(Vec<Template>, Vec<String>), String> {
 
 /// The template set in use, shared by every request; replaced whole on reload.
 #[derive(Debug)]
-pub struct Store {
+pub(crate) struct Store {
     dir: Option<PathBuf>,
     current: RwLock<Arc<TemplateSet>>,
 }
 
 impl Store {
     /// A store serving `set`, reloaded from `dir` (none: no templates, nothing to reload).
-    pub fn new(dir: Option<PathBuf>, set: TemplateSet) -> Store {
+    pub(crate) fn new(dir: Option<PathBuf>, set: TemplateSet) -> Store {
         Store {
             dir,
             current: RwLock::new(Arc::new(set)),
@@ -272,7 +272,7 @@ impl Store {
 
     /// The set in use. Requests keep the `Arc` they took, so a reload never changes the
     /// templates under a request in flight.
-    pub fn current(&self) -> Arc<TemplateSet> {
+    pub(crate) fn current(&self) -> Arc<TemplateSet> {
         match self.current.read() {
             Ok(guard) => guard.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),
@@ -280,13 +280,13 @@ impl Store {
     }
 
     /// The directory templates come from.
-    pub fn dir(&self) -> Option<&Path> {
+    pub(crate) fn dir(&self) -> Option<&Path> {
         self.dir.as_deref()
     }
 
     /// Re-reads the directory; on success the new set replaces the old one, on failure the
     /// old one stays. Returns the new set. Blocking file I/O: call from a blocking context.
-    pub fn reload(&self) -> Result<Arc<TemplateSet>, LoadError> {
+    pub(crate) fn reload(&self) -> Result<Arc<TemplateSet>, LoadError> {
         let Some(dir) = &self.dir else {
             return Ok(self.current());
         };

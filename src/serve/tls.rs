@@ -12,7 +12,7 @@ use tokio_rustls::TlsAcceptor;
 
 /// The certificate chain and private key files.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TlsFiles {
+pub(crate) struct TlsFiles {
     /// PEM certificate chain, leaf first.
     pub cert: PathBuf,
     /// PEM private key (PKCS#8, PKCS#1 or SEC1).
@@ -21,7 +21,7 @@ pub struct TlsFiles {
 
 /// Why TLS cannot be set up (key material never appears here).
 #[derive(Debug, Error)]
-pub enum TlsError {
+pub(crate) enum TlsError {
     /// The certificate file cannot be read or parsed.
     #[error("certificate file {path}: {message}")]
     Certificate { path: PathBuf, message: String },
@@ -57,7 +57,7 @@ fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>, TlsError> {
 }
 
 /// Builds an acceptor offering HTTP/2 and HTTP/1.1 (ALPN).
-pub fn acceptor(files: &TlsFiles) -> Result<TlsAcceptor, TlsError> {
+pub(crate) fn acceptor(files: &TlsFiles) -> Result<TlsAcceptor, TlsError> {
     let certs = read_certificates(&files.cert)?;
     let key = read_key(&files.key)?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
@@ -72,20 +72,20 @@ pub fn acceptor(files: &TlsFiles) -> Result<TlsAcceptor, TlsError> {
 }
 
 /// The acceptor in use, replaced on reload.
-pub struct Reloadable {
+pub(crate) struct Reloadable {
     files: TlsFiles,
     current: RwLock<TlsAcceptor>,
 }
 
 impl Reloadable {
     /// Reads the files now.
-    pub fn new(files: TlsFiles) -> Result<Reloadable, TlsError> {
+    pub(crate) fn new(files: TlsFiles) -> Result<Reloadable, TlsError> {
         let current = RwLock::new(acceptor(&files)?);
         Ok(Reloadable { files, current })
     }
 
     /// The acceptor for a new connection.
-    pub fn get(&self) -> TlsAcceptor {
+    pub(crate) fn get(&self) -> TlsAcceptor {
         match self.current.read() {
             Ok(guard) => guard.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),
@@ -93,7 +93,7 @@ impl Reloadable {
     }
 
     /// Re-reads the files; on failure the old certificate stays in use.
-    pub fn reload(&self) -> Result<(), TlsError> {
+    pub(crate) fn reload(&self) -> Result<(), TlsError> {
         let fresh = acceptor(&self.files)?;
         match self.current.write() {
             Ok(mut guard) => *guard = fresh,

@@ -10,12 +10,12 @@ use std::time::{Duration, SystemTime};
 use super::templates::is_template_file;
 
 /// The shortest reload interval accepted: checking more often only burns CPU.
-pub const MIN_INTERVAL: Duration = Duration::from_millis(100);
+pub(crate) const MIN_INTERVAL: Duration = Duration::from_millis(100);
 
 /// The files a reload reads: the template files of a directory, and single files (the token
 /// file, the TLS certificate and key).
 #[derive(Debug, Clone, Default)]
-pub struct Watched {
+pub(crate) struct Watched {
     /// The templates directory.
     pub dir: Option<PathBuf>,
     /// Other files.
@@ -25,7 +25,7 @@ pub struct Watched {
 /// What the watched files looked like at one moment. Two fingerprints differ when a file was
 /// added, removed, replaced (a new inode, as a ConfigMap update gives) or rewritten.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Fingerprint(Vec<(PathBuf, Option<Stat>)>);
+pub(crate) struct Fingerprint(Vec<(PathBuf, Option<Stat>)>);
 
 /// Length, modification time and inode of a file, following symlinks.
 type Stat = (u64, SystemTime, u64);
@@ -33,7 +33,7 @@ type Stat = (u64, SystemTime, u64);
 impl Watched {
     /// Reads the current fingerprint. Blocking file I/O; unreadable files and directories
     /// count as absent, so that their coming back is a change too.
-    pub fn fingerprint(&self) -> Fingerprint {
+    pub(crate) fn fingerprint(&self) -> Fingerprint {
         let mut entries: Vec<(PathBuf, Option<Stat>)> = Vec::new();
         if let Some(dir) = &self.dir {
             if let Ok(read) = fs::read_dir(dir) {

@@ -118,7 +118,7 @@ pub fn parse_request(bytes: &[u8]) -> Result<(Selection, Vec<(String, String)>),
 
 /// The answer's JSON: the single measurement, or the combination of a template's metrics
 /// with each one under `measurements`.
-pub fn answer_json(outcome: &Combined) -> Value {
+pub(crate) fn answer_json(outcome: &Combined) -> Value {
     match (outcome.results.as_slice(), outcome.summary()) {
         ([only], _) => only.to_json(JsonKeys::Serve, ""),
         (_, Some(summary)) => {
@@ -136,12 +136,12 @@ pub fn answer_json(outcome: &Combined) -> Value {
 /// template's arguments already substituted), so a run is every call with the same selection
 /// and arguments; the engine's tracker ends it after a few idle intervals (docs/serve.md, "Runs
 /// of repeated calls").
-pub fn run_of(selection: &Selection, args: &[(String, String)]) -> String {
+pub(crate) fn run_of(selection: &Selection, args: &[(String, String)]) -> String {
     format!("web {selection:?} {args:?}")
 }
 
 /// `POST /argo/v1/measure`.
-pub async fn measure(
+pub(crate) async fn measure(
     State(state): State<Arc<AppState>>,
     headers: HeaderMap,
     body: Body,

@@ -12,7 +12,7 @@ pub type ArgValues = BTreeMap<String, Option<String>>;
 /// Most bytes that the strings of one substitution may expand to. A spec is a few kilobytes;
 /// without a bound, a request repeating a placeholder of a large argument would ask for
 /// gigabytes.
-pub const MAX_EXPANDED_BYTES: usize = 1 << 20;
+pub(crate) const MAX_EXPANDED_BYTES: usize = 1 << 20;
 
 /// Replaces every `{{args.name}}` (spaces inside the braces allowed) in every string of `value`.
 /// A placeholder whose argument is unknown or has no value is an error naming it and the key,

@@ -8,11 +8,12 @@ use super::error::SpecError;
 use super::metric::{read_on_insufficient, OnInsufficient};
 use super::promql::check_promql;
 use super::reader::{invalid, ObjectReader};
-pub use crate::stats::{Design, Direction};
+pub(crate) use crate::stats::{Design, Direction};
 
 /// A validated `compare:` block.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CompareSpec {
+    /// Ratio or distribution, with its queries.
     pub form: CompareForm,
     /// Relative tolerance: the canary may be this much (0.2 = 20 %) worse than stable.
     pub max_increase: f64,
@@ -30,7 +31,9 @@ pub struct CompareSpec {
 pub enum CompareForm {
     /// Counts of bad and of all events per side, over the same window.
     Ratio {
+        /// The canary's counts.
         canary: RatioQueries,
+        /// The stable version's counts.
         stable: RatioQueries,
         /// Absolute tolerance on the rate; the larger of the two tolerances applies.
         margin: f64,
@@ -39,11 +42,17 @@ pub enum CompareForm {
     },
     /// Samples per side from range queries (e.g. p99 latency per step).
     Distribution {
+        /// The canary's range query.
         canary: String,
+        /// The stable version's range query.
         stable: String,
+        /// How far back the range queries reach.
         window: Duration,
+        /// Their resolution: one sample per step.
         step: Duration,
+        /// Which way is bad.
         direction: Direction,
+        /// Samples needed on each side (NaN removed).
         min_samples: usize,
         /// `autocorrelation: correct` (default): the samples are a time series and the test
         /// accounts for their autocorrelation; `ignore`: independent samples.
@@ -52,7 +61,9 @@ pub enum CompareForm {
     /// Per-request latency from classic histogram buckets: one `sum by (le) (increase(...))`
     /// vector per side over the same window.
     Histogram {
+        /// The canary's bucket query.
         canary: String,
+        /// The stable version's bucket query.
         stable: String,
         /// `Some(bound)`: the share of requests slower than this bucket bound, by an exact count
         /// test; `None`: the rank test on all buckets.
@@ -67,14 +78,16 @@ pub enum CompareForm {
 /// The two count queries of one side in the ratio form.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RatioQueries {
+    /// PromQL counting the bad events.
     pub bad: String,
+    /// PromQL counting all events.
     pub total: String,
 }
 
 /// Requests per side needed by default before a ratio comparison is trusted.
-pub const DEFAULT_MIN_REQUESTS: u64 = 100;
+pub(crate) const DEFAULT_MIN_REQUESTS: u64 = 100;
 /// Samples per side needed by default for the distribution form.
-pub const DEFAULT_MIN_SAMPLES: u64 = 10;
+pub(crate) const DEFAULT_MIN_SAMPLES: u64 = 10;
 
 impl CompareSpec {
     /// Reads and validates a `compare:` block at `path`.
@@ -159,6 +172,8 @@ impl CompareSpec {
                 window,
                 step,
                 direction,
+                // At most 1,000,000 (checked by the reader).
+                #[allow(clippy::cast_possible_truncation)]
                 min_samples: min_samples as usize,
                 correct_autocorrelation,
             }

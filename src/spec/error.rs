@@ -8,26 +8,43 @@ pub enum SpecError {
     /// A key holds a value of the wrong kind or out of range.
     #[error("{path}: expected {expected}, got {got}")]
     Invalid {
+        /// The key path, e.g. `prometheus.timeout`.
         path: String,
+        /// What the key takes.
         expected: String,
+        /// A short rendering of what it holds.
         got: String,
     },
     /// A required key is absent.
     #[error("{path}: is required ({hint})")]
-    Missing { path: String, hint: String },
+    Missing {
+        /// The key path, e.g. `prometheus.timeout`.
+        path: String,
+        /// What the key is for.
+        hint: String,
+    },
     /// A key rollgate does not know (usually a typo).
     #[error("{path}: unknown key{}", suggestion.as_ref().map(|s| format!(" (did you mean {s:?}?)")).unwrap_or_default())]
     Unknown {
+        /// The key path, e.g. `prometheus.timeout`.
         path: String,
+        /// The known key it most resembles.
         suggestion: Option<String>,
     },
     /// Keys that exclude each other, or other rules across keys.
     #[error("{path}: {message}")]
-    Conflict { path: String, message: String },
+    Conflict {
+        /// The key path, e.g. `prometheus.timeout`.
+        path: String,
+        /// The rule that is broken.
+        message: String,
+    },
     /// The document is not YAML/JSON at all.
     #[error("{source_name}: {message}")]
     Syntax {
+        /// The file or request the document came from.
         source_name: String,
+        /// The parser's message.
         message: String,
     },
 }

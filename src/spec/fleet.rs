@@ -22,19 +22,19 @@ mod promotion;
 pub use promotion::{Cohort, CohortTargets, CompletionTier, Promotion};
 
 /// Default `maxStaleness`: a target without a sample this recent is silent.
-pub const DEFAULT_MAX_STALENESS: Duration = Duration::from_secs(15 * 60);
+pub(crate) const DEFAULT_MAX_STALENESS: Duration = Duration::from_secs(15 * 60);
 /// Default `version.label`.
-pub const DEFAULT_VERSION_LABEL: &str = "image_id";
+pub(crate) const DEFAULT_VERSION_LABEL: &str = "image_id";
 /// Default `groupBy`.
-pub const DEFAULT_GROUP_BY: &str = "cluster";
+pub(crate) const DEFAULT_GROUP_BY: &str = "cluster";
 /// The metric `includeInitContainers` needs as the selector's name.
-pub const CONTAINER_INFO: &str = "kube_pod_container_info";
+pub(crate) const CONTAINER_INFO: &str = "kube_pod_container_info";
 /// Where kube-state-metrics reports init containers.
-pub const INIT_CONTAINER_INFO: &str = "kube_pod_init_container_info";
+pub(crate) const INIT_CONTAINER_INFO: &str = "kube_pod_init_container_info";
 /// kube-state-metrics' pod phase metric (one series per phase, 1 for the current one).
-pub const POD_STATUS_PHASE: &str = "kube_pod_status_phase";
+pub(crate) const POD_STATUS_PHASE: &str = "kube_pod_status_phase";
 /// The prefix of kube-state-metrics' pod metrics: the selectors that name pods.
-pub const POD_METRIC_PREFIX: &str = "kube_pod_";
+pub(crate) const POD_METRIC_PREFIX: &str = "kube_pod_";
 
 /// A validated `fleet:` block.
 #[derive(Debug, Clone, PartialEq)]
@@ -97,9 +97,13 @@ pub struct LabelMatcher {
 /// The four PromQL matcher operators.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MatchKind {
+    /// `=`
     Equal,
+    /// `!=`
     NotEqual,
+    /// `=~`
     Regex,
+    /// `!~`
     NotRegex,
 }
 
@@ -201,7 +205,7 @@ impl ExpectedVersion {
 }
 
 /// Whether `text` is a bare content digest like `sha256:<64 hex>` (algorithm, colon, >= 32 hex).
-pub fn is_bare_digest(text: &str) -> bool {
+pub(crate) fn is_bare_digest(text: &str) -> bool {
     match text.split_once(':') {
         Some((algo, hex)) => {
             !algo.is_empty()

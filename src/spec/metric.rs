@@ -46,34 +46,46 @@ impl MetricKind {
 /// The `query` kind.
 #[derive(Debug, Clone, PartialEq)]
 pub struct QuerySpec {
+    /// The PromQL whose result the conditions judge.
     pub query: String,
+    /// `minRequests`, evaluated first.
     pub min_requests: Option<Guard>,
 }
 
 /// The minimum-request guard: below `count`, no ratio is trusted.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Guard {
+    /// PromQL returning one number: the requests seen.
     pub query: String,
+    /// The requests needed.
     pub count: f64,
+    /// What fewer become.
     pub on_insufficient: OnInsufficient,
 }
 
 /// What happens when the guard's count is not reached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OnInsufficient {
+    /// Phase Inconclusive (the default).
     Inconclusive,
     /// Phase Running with `resumeAt`, so Argo asks again later (within the metric's interval).
     Wait,
+    /// Phase Failed.
     Fail,
+    /// Phase Successful.
     Pass,
 }
 
 /// What a measurement with no data becomes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NoDataPolicy {
+    /// Phase Failed.
     Fail,
+    /// Phase Successful.
     Pass,
+    /// Phase Inconclusive.
     Inconclusive,
+    /// Phase Error.
     Error,
 }
 
@@ -261,7 +273,10 @@ fn read_prometheus(mut p: ObjectReader<'_>) -> Result<PrometheusConfig, SpecErro
     cfg.ca_file = p.string("caFile")?.map(PathBuf::from);
     cfg.insecure_skip_verify = p.bool("insecureSkipVerify")?.unwrap_or(false);
     if let Some(r) = p.integer("retries", 0, 10)? {
-        cfg.retries = r as u32;
+        // 0..=10 (checked by the reader).
+        #[allow(clippy::cast_possible_truncation)]
+        let r = r as u32;
+        cfg.retries = r;
     }
     if let Some(m) = p.integer("maxResponseBytes", 1024, 1 << 34)? {
         cfg.max_response_bytes = m;
@@ -271,7 +286,7 @@ fn read_prometheus(mut p: ObjectReader<'_>) -> Result<PrometheusConfig, SpecErro
 }
 
 /// Checks that an address is an http(s) URL; returns it without a trailing slash.
-pub fn check_address(path: &str, address: &str) -> Result<String, SpecError> {
+pub(crate) fn check_address(path: &str, address: &str) -> Result<String, SpecError> {
     let trimmed = address.trim().trim_end_matches('/');
     match reqwest::Url::parse(trimmed) {
         Ok(url) if matches!(url.scheme(), "http" | "https") && url.host().is_some() => {

@@ -10,22 +10,23 @@ mod error;
 mod fleet;
 mod metric;
 mod promql;
-pub mod reader;
+pub(crate) mod reader;
 mod template;
 mod yaml;
 
 pub use args::{substitute, substitute_str, ArgValues};
-pub use compare::{CompareForm, CompareSpec, Direction, RatioQueries};
+pub use compare::{CompareForm, CompareSpec, RatioQueries};
 pub use error::SpecError;
+pub(crate) use fleet::{is_bare_digest, INIT_CONTAINER_INFO, POD_STATUS_PHASE};
 pub use fleet::{
-    is_bare_digest, Cohort, CohortTargets, CompletionTier, ExpectedTargets, ExpectedVersion,
-    FleetException, FleetSpec, InitContainers, LabelMatcher, MatchKind, Promotion, SeriesSelector,
-    VersionRegex, VersionSpec, INIT_CONTAINER_INFO, POD_STATUS_PHASE,
+    Cohort, CohortTargets, CompletionTier, ExpectedTargets, ExpectedVersion, FleetException,
+    FleetSpec, InitContainers, LabelMatcher, MatchKind, Promotion, SeriesSelector, VersionRegex,
+    VersionSpec,
 };
-pub use metric::{
-    check_address, Guard, MetricKind, MetricSpec, NoDataPolicy, OnInsufficient, QuerySpec,
-};
+pub(crate) use metric::check_address;
+pub use metric::{Guard, MetricKind, MetricSpec, NoDataPolicy, OnInsufficient, QuerySpec};
 pub use promql::check_promql;
 pub(crate) use promql::parse_promql;
-pub use template::{argo_count, compile_condition, Metric, Provider, RunLimits, Template};
+pub(crate) use template::argo_count;
+pub use template::{Metric, Provider, RunLimits, Template};
 pub use yaml::parse_request_yaml;

@@ -6,7 +6,7 @@ use super::error::{shorten, SpecError};
 
 /// Longest query accepted, in bytes. Real queries are far shorter, long regex alternations
 /// included; promql-parser takes time quadratic in some shapes (`1+1+...` of 16 KiB: ~0.3 s).
-pub const MAX_QUERY_BYTES: usize = 16 * 1024;
+pub(crate) const MAX_QUERY_BYTES: usize = 16 * 1024;
 
 /// Queries up to this length nest too shallowly to trouble any thread's stack.
 const SHALLOW_QUERY_BYTES: usize = 1024;

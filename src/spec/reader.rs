@@ -13,7 +13,7 @@ use super::duration::parse_duration;
 use super::error::SpecError;
 
 /// Reads the keys of one object and remembers which were read, to report the rest as unknown.
-pub struct ObjectReader<'a> {
+pub(crate) struct ObjectReader<'a> {
     path: String,
     map: &'a Map<String, Value>,
     known: BTreeSet<&'static str>,
@@ -21,7 +21,7 @@ pub struct ObjectReader<'a> {
 
 impl<'a> ObjectReader<'a> {
     /// Starts reading `value` at `path`; fails unless it is an object.
-    pub fn new(path: &str, value: &'a Value) -> Result<Self, SpecError> {
+    pub(crate) fn new(path: &str, value: &'a Value) -> Result<Self, SpecError> {
         match value {
             Value::Object(map) => Ok(ObjectReader {
                 path: path.to_string(),
@@ -33,7 +33,7 @@ impl<'a> ObjectReader<'a> {
     }
 
     /// The path of a key below this object.
-    pub fn path_of(&self, key: &str) -> String {
+    pub(crate) fn path_of(&self, key: &str) -> String {
         if self.path.is_empty() {
             key.to_string()
         } else {
@@ -42,17 +42,17 @@ impl<'a> ObjectReader<'a> {
     }
 
     /// The path of this object.
-    pub fn path(&self) -> &str {
+    pub(crate) fn path(&self) -> &str {
         &self.path
     }
 
     /// Whether the key is present (and not null); marks it as known.
-    pub fn has(&mut self, key: &'static str) -> bool {
+    pub(crate) fn has(&mut self, key: &'static str) -> bool {
         self.get(key).is_some()
     }
 
     /// The raw value of a key, `None` when absent or null; marks it as known.
-    pub fn get(&mut self, key: &'static str) -> Option<&'a Value> {
+    pub(crate) fn get(&mut self, key: &'static str) -> Option<&'a Value> {
         self.known.insert(key);
         match self.map.get(key) {
             None | Some(Value::Null) => None,
@@ -61,7 +61,7 @@ impl<'a> ObjectReader<'a> {
     }
 
     /// An optional string. Numbers and booleans are not silently turned into strings.
-    pub fn string(&mut self, key: &'static str) -> Result<Option<String>, SpecError> {
+    pub(crate) fn string(&mut self, key: &'static str) -> Result<Option<String>, SpecError> {
         match self.get(key) {
             None => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.clone())),
@@ -70,7 +70,11 @@ impl<'a> ObjectReader<'a> {
     }
 
     /// A required non-empty string.
-    pub fn required_string(&mut self, key: &'static str, hint: &str) -> Result<String, SpecError> {
+    pub(crate) fn required_string(
+        &mut self,
+        key: &'static str,
+        hint: &str,
+    ) -> Result<String, SpecError> {
         match self.string(key)? {
             Some(s) if !s.trim().is_empty() => Ok(s),
             Some(_) => Err(SpecError::Invalid {
@@ -86,7 +90,7 @@ impl<'a> ObjectReader<'a> {
     }
 
     /// An optional boolean.
-    pub fn bool(&mut self, key: &'static str) -> Result<Option<bool>, SpecError> {
+    pub(crate) fn bool(&mut self, key: &'static str) -> Result<Option<bool>, SpecError> {
         match self.get(key) {
             None => Ok(None),
             Some(Value::Bool(b)) => Ok(Some(*b)),
@@ -95,7 +99,7 @@ impl<'a> ObjectReader<'a> {
     }
 
     /// An optional finite number within `[min, max]`.
-    pub fn number(
+    pub(crate) fn number(
         &mut self,
         key: &'static str,
         min: f64,
@@ -120,7 +124,7 @@ impl<'a> ObjectReader<'a> {
     }
 
     /// An optional whole number within `[min, max]`.
-    pub fn integer(
+    pub(crate) fn integer(
         &mut self,
         key: &'static str,
         min: u64,
@@ -142,7 +146,7 @@ impl<'a> ObjectReader<'a> {
     }
 
     /// An optional duration written as a string (`30s`, `5m`).
-    pub fn duration(&mut self, key: &'static str) -> Result<Option<Duration>, SpecError> {
+    pub(crate) fn duration(&mut self, key: &'static str) -> Result<Option<Duration>, SpecError> {
         match self.get(key) {
             None => Ok(None),
             Some(Value::String(s)) => {
@@ -163,7 +167,10 @@ impl<'a> ObjectReader<'a> {
     }
 
     /// An optional nested object.
-    pub fn object(&mut self, key: &'static str) -> Result<Option<ObjectReader<'a>>, SpecError> {
+    pub(crate) fn object(
+        &mut self,
+        key: &'static str,
+    ) -> Result<Option<ObjectReader<'a>>, SpecError> {
         let path = self.path_of(key);
         match self.get(key) {
             None => Ok(None),
@@ -172,7 +179,10 @@ impl<'a> ObjectReader<'a> {
     }
 
     /// An optional map of string to string (e.g. HTTP headers).
-    pub fn string_map(&mut self, key: &'static str) -> Result<Vec<(String, String)>, SpecError> {
+    pub(crate) fn string_map(
+        &mut self,
+        key: &'static str,
+    ) -> Result<Vec<(String, String)>, SpecError> {
         let Some(mut obj) = self.object(key)? else {
             return Ok(Vec::new());
         };
@@ -188,7 +198,7 @@ impl<'a> ObjectReader<'a> {
     }
 
     /// Fails on the first key that was never asked for, suggesting the closest known key.
-    pub fn finish(self) -> Result<(), SpecError> {
+    pub(crate) fn finish(self) -> Result<(), SpecError> {
         for key in self.map.keys() {
             if !self.known.contains(key.as_str()) {
                 let suggestion = closest(key, &self.known).map(str::to_string);
@@ -203,7 +213,7 @@ impl<'a> ObjectReader<'a> {
 }
 
 /// An `Invalid` error that shows the offending value compactly.
-pub fn invalid(path: &str, expected: &str, got: &Value) -> SpecError {
+pub(crate) fn invalid(path: &str, expected: &str, got: &Value) -> SpecError {
     SpecError::Invalid {
         path: path.to_string(),
         expected: expected.to_string(),
@@ -212,7 +222,7 @@ pub fn invalid(path: &str, expected: &str, got: &Value) -> SpecError {
 }
 
 /// A short rendering of a JSON value for error messages.
-pub fn describe(v: &Value) -> String {
+pub(crate) fn describe(v: &Value) -> String {
     let text = match v {
         Value::Null => "null".to_string(),
         Value::Object(_) => "an object".to_string(),

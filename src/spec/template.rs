@@ -16,25 +16,37 @@ use crate::prometheus::PrometheusConfig;
 /// One metric of an analysis, ready for the engine: Argo's fields plus its provider.
 #[derive(Debug, Clone)]
 pub struct Metric {
+    /// The metric's name.
     pub name: String,
+    /// Argo's `interval`: time between checks.
     pub interval: Option<Duration>,
+    /// Argo's `initialDelay` before the first check.
     pub initial_delay: Option<Duration>,
+    /// Argo's `count`: how many checks a run makes.
     pub count: Option<u32>,
+    /// `successCondition`, compiled.
     pub success_condition: Option<Condition>,
+    /// `failureCondition`, compiled.
     pub failure_condition: Option<Condition>,
     /// A condition of a template metric that does not compile. As in Argo, only this metric
     /// fails: it measures as Error naming the condition, and the template's others still run.
     pub broken_condition: Option<ConditionFailure>,
+    /// Argo's failure, inconclusive, error and success limits.
     pub limits: RunLimits,
+    /// Where the measurement comes from.
     pub provider: Provider,
 }
 
 /// Argo's run limits for one metric (used by backtests; the controller enforces them itself).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RunLimits {
+    /// `failureLimit`.
     pub failure_limit: Option<i64>,
+    /// `inconclusiveLimit`.
     pub inconclusive_limit: Option<i64>,
+    /// `consecutiveErrorLimit`.
     pub consecutive_error_limit: Option<i64>,
+    /// `consecutiveSuccessLimit`.
     pub consecutive_success_limit: Option<i64>,
 }
 
@@ -45,7 +57,9 @@ pub enum Provider {
     Rollgate(MetricSpec),
     /// Argo's built-in `prometheus` provider, judged exactly as Argo judges it.
     Prometheus {
+        /// Address, timeout, headers, TLS.
         config: PrometheusConfig,
+        /// The PromQL.
         query: String,
     },
     /// A provider rollgate cannot evaluate (web, job, datadog, ...): named, never guessed.
@@ -55,7 +69,9 @@ pub enum Provider {
 /// A parsed template: its name, declared arguments and raw metrics (placeholders unresolved).
 #[derive(Debug, Clone)]
 pub struct Template {
+    /// `AnalysisTemplate` or `ClusterAnalysisTemplate`.
     pub kind: String,
+    /// `metadata.name`.
     pub name: String,
     /// Declared arguments with their default values (`None`: no value, or `valueFrom`).
     pub args: ArgValues,
@@ -390,7 +406,7 @@ impl Metric {
 
 /// Compiles a condition; an empty one means "not given", as in Argo. Only the empty string
 /// is: Argo v1.9.1 compiles a whitespace-only condition, and expr rejects it.
-pub fn compile_condition(path: &str, source: &str) -> Result<Option<Condition>, SpecError> {
+pub(crate) fn compile_condition(path: &str, source: &str) -> Result<Option<Condition>, SpecError> {
     if source.is_empty() {
         return Ok(None);
     }
@@ -407,13 +423,13 @@ pub fn compile_condition(path: &str, source: &str) -> Result<Option<Condition>, 
 /// is an int32 (argo-rollouts v1.9.1, pkg/apis/rollouts/v1alpha1/analysis_types.go; k8s
 /// apimachinery util/intstr). A larger JSON number fails the controller's decoding, and a larger
 /// string is truncated by `int32(Count.IntValue())` in analysis/analysis.go.
-pub const MAX_ARGO_COUNT: i64 = i32::MAX as i64;
+pub(crate) const MAX_ARGO_COUNT: i64 = i32::MAX as i64;
 
 /// Argo's `count` as every surface reads it (templates, the net/rpc plugin, gRPC): a whole
 /// number, or a string holding one (what `{{args.count}}` leaves), from 0 to 2147483647.
 /// Anything else is refused naming `path`, never wrapped or clamped: Argo would decode a larger
 /// number as an error or truncate it (4294967297 runs once), and a negative count is no count.
-pub fn argo_count(path: &str, value: &Value) -> Result<Option<u32>, SpecError> {
+pub(crate) fn argo_count(path: &str, value: &Value) -> Result<Option<u32>, SpecError> {
     const EXPECTED: &str = "a whole number from 0 to 2147483647 (Argo's int32 count)";
     let n = match value {
         Value::Number(n) => n.as_i64(),

@@ -10,7 +10,7 @@ use serde_json::Value;
 /// Most `[` and `{` characters accepted in request YAML, inside strings or not. A metric spec
 /// has a few dozen (PromQL selectors and ranges included); at the cap, parsing takes
 /// milliseconds.
-pub const MAX_BRACKETS: usize = 1024;
+pub(crate) const MAX_BRACKETS: usize = 1024;
 
 /// Parses YAML text from a request into a JSON value; errors say what is wrong, for a message.
 pub fn parse_request_yaml(text: &str) -> Result<Value, String> {

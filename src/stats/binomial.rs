@@ -19,7 +19,7 @@ pub(crate) struct Window {
 
 impl Window {
     /// The table for `Binomial(n, p)`; `p` is clamped into `[0, 1]`.
-    pub fn new(n: u64, p: f64) -> Window {
+    pub(crate) fn new(n: u64, p: f64) -> Window {
         let p = if p.is_nan() { 0.0 } else { p.clamp(0.0, 1.0) };
         if p == 0.0 || n == 0 {
             return Window {
@@ -34,7 +34,8 @@ impl Window {
             };
         }
         let odds = p / (1.0 - p);
-        // floor((n + 1) p) is a mode; clamp against rounding.
+        // floor((n + 1) p) is a mode; clamp against rounding (so the cast is exact).
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
         let mode = (((n as f64) + 1.0) * p).floor().clamp(0.0, n as f64) as u64;
 
         let mut up = Vec::new();
@@ -72,12 +73,12 @@ impl Window {
     }
 
     /// The largest value in the table.
-    pub fn hi(&self) -> u64 {
+    pub(crate) fn hi(&self) -> u64 {
         self.lo + self.probs.len() as u64 - 1
     }
 
     /// `tail[i] = P(X >= lo + i)`, with one extra trailing 0.
-    pub fn upper_tails(&self) -> Vec<f64> {
+    pub(crate) fn upper_tails(&self) -> Vec<f64> {
         let mut tails = vec![0.0; self.probs.len() + 1];
         let mut acc = 0.0;
         for i in (0..self.probs.len()).rev() {

@@ -124,6 +124,8 @@ impl Buckets {
         let (mut previous, mut repaired) = (0u64, 0u64);
         for (bound, _, value) in &points {
             // Rounded, then forced monotone: `increase` extrapolates each bucket separately.
+            // A float-to-int `as` saturates (negative and NaN counts become 0).
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
             let cumulative = value.round() as u64;
             if cumulative < previous {
                 repaired += previous - cumulative;

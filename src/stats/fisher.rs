@@ -75,6 +75,8 @@ impl Noncentral {
         } else {
             2.0 * c / (bq + (bq * bq - 4.0 * a * c).max(0.0).sqrt())
         };
+        // Clamped to [lo, hi] around the cast (a float-to-int `as` saturates).
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
         let mut m = if root.is_finite() {
             (root.floor().max(self.lo as f64) as u64).min(self.hi)
         } else {

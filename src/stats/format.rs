@@ -49,8 +49,10 @@ pub(crate) fn significant(x: f64, digits: i32) -> String {
     if x == 0.0 || !x.is_finite() {
         return format!("{x}");
     }
+    // The decimal exponent of a finite non-zero f64 is within +-324.
+    #[allow(clippy::cast_possible_truncation)]
     let magnitude = x.abs().log10().floor() as i32;
-    let decimals = (digits - 1 - magnitude).clamp(0, 12) as usize;
+    let decimals = (digits - 1 - magnitude).clamp(0, 12).unsigned_abs() as usize;
     format!("{x:.decimals$}")
 }
 

@@ -55,6 +55,8 @@ pub(crate) fn nominal_levels(slices: &[f64]) -> Vec<f64> {
             LOWER_SD * k.sqrt()
         };
         let lo = -LOWER_SD * k.sqrt();
+        // A few hundred grid points: hi > lo, both a few standard deviations wide.
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
         let points = ((hi - lo) / STEP).ceil() as usize + 1;
         let next: Vec<f64> = (0..points)
             .map(|j| {

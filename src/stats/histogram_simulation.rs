@@ -144,7 +144,8 @@ pub fn simulate_histogram(
                 return Err(bad("the simulated buckets did not read back"));
             };
             let mut opts = scenario.options;
-            opts.look = Look::of(check as u32, scenario.checks).with_design(opts.look.design);
+            opts.look = Look::of(u32::try_from(check).unwrap_or(u32::MAX), scenario.checks)
+                .with_design(opts.look.design);
             let outcome = compare_histograms(&canary, &stable, &opts)
                 .map_err(|_| bad("the histogram comparison refused the simulated buckets"))?;
             end = outcome.verdict;

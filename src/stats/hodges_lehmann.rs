@@ -112,11 +112,13 @@ fn critical_rank(summary: &RankSummary, confidence: f64) -> (u64, f64, Method) {
         if let Ok(dist) = ExactU::shared(summary.n1, summary.n2) {
             // Largest k with P(U <= k - 1) <= alpha/2; the relative slack absorbs rounding.
             let mut k = 0u64;
-            while k < max_k && dist.cdf(k as usize) <= half_alpha * (1.0 + 1e-12) {
+            while k < max_k
+                && dist.cdf(usize::try_from(k).unwrap_or(usize::MAX)) <= half_alpha * (1.0 + 1e-12)
+            {
                 k += 1;
             }
             let k = k.max(1);
-            let achieved = 1.0 - 2.0 * dist.cdf((k - 1) as usize);
+            let achieved = 1.0 - 2.0 * dist.cdf(usize::try_from(k - 1).unwrap_or(usize::MAX));
             return (k, achieved, Method::Exact);
         }
     }
@@ -127,6 +129,8 @@ fn critical_rank(summary: &RankSummary, confidence: f64) -> (u64, f64, Method) {
     }
     let z = normal::isf(half_alpha);
     let raw = (mean + 0.5 - z * sigma).floor();
+    // At least 1 here; a float-to-int `as` saturates, and the result is capped at max_k.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     let k = if raw < 1.0 {
         1
     } else {

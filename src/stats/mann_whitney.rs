@@ -113,7 +113,7 @@ pub(crate) struct RankSummary {
 
 impl RankSummary {
     /// Ranks the pooled sample by merging the two sorted samples: O(n1 + n2).
-    pub fn new(xs: &[f64], ys: &[f64]) -> RankSummary {
+    pub(crate) fn new(xs: &[f64], ys: &[f64]) -> RankSummary {
         let (n1, n2) = (xs.len(), ys.len());
         let (mut i, mut j) = (0usize, 0usize);
         let mut placed: u128 = 0;
@@ -154,17 +154,17 @@ impl RankSummary {
         }
     }
 
-    pub fn has_ties(&self) -> bool {
+    pub(crate) fn has_ties(&self) -> bool {
         self.tie_term > 0.0
     }
 
     /// Whether the automatic choice takes the exact distribution.
-    pub fn exact_by_default(&self) -> bool {
+    pub(crate) fn exact_by_default(&self) -> bool {
         !self.has_ties() && self.n1 < EXACT_BELOW && self.n2 < EXACT_BELOW
     }
 
     /// The standard deviation of `U` under H0, tie-corrected.
-    pub fn sigma(&self) -> f64 {
+    pub(crate) fn sigma(&self) -> f64 {
         let (n1, n2) = (self.n1 as f64, self.n2 as f64);
         let n = n1 + n2;
         let correction = if n > 1.0 {
@@ -175,7 +175,7 @@ impl RankSummary {
         (n1 * n2 / 12.0 * ((n + 1.0) - correction)).max(0.0).sqrt()
     }
 
-    pub fn test(
+    pub(crate) fn test(
         &self,
         alternative: Alternative,
         choice: MethodChoice,
@@ -190,6 +190,8 @@ impl RankSummary {
             if self.has_ties() {
                 return Err(StatsError::ExactUnavailable("the samples have ties"));
             }
+            // U is a whole number in [0, n1 * n2] (both sample lengths).
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
             let u = self.u1.round() as usize;
             let p = match alternative {
                 Alternative::Greater => dist.sf(u),
@@ -249,7 +251,7 @@ const EXACT_CACHE_SIZE: usize = 32;
 
 impl ExactU {
     /// The table for these sizes, from a small per-thread cache when it was built recently.
-    pub fn shared(n1: usize, n2: usize) -> Result<Rc<ExactU>, StatsError> {
+    pub(crate) fn shared(n1: usize, n2: usize) -> Result<Rc<ExactU>, StatsError> {
         let key = (n1.min(n2), n1.max(n2));
         if let Some(hit) = EXACT_CACHE.with(|c| {
             c.borrow()
@@ -272,7 +274,7 @@ impl ExactU {
 
     /// Builds the distribution with the recurrence on the largest pooled value:
     /// `N(u; m, n) = N(u - n; m - 1, n) + N(u; m, n - 1)`; additions only, so no cancellation.
-    pub fn new(n1: usize, n2: usize) -> Result<ExactU, StatsError> {
+    pub(crate) fn new(n1: usize, n2: usize) -> Result<ExactU, StatsError> {
         if n1.saturating_mul(n2) > EXACT_MAX_PAIRS {
             return Err(StatsError::ExactUnavailable(
                 "more than 10,000 pairs; use the asymptotic method",
@@ -306,13 +308,13 @@ impl ExactU {
     }
 
     /// `P(U <= u)`.
-    pub fn cdf(&self, u: usize) -> f64 {
+    pub(crate) fn cdf(&self, u: usize) -> f64 {
         let end = (u + 1).min(self.counts.len());
         (self.counts[..end].iter().sum::<f64>() / self.total).min(1.0)
     }
 
     /// `P(U >= u)`.
-    pub fn sf(&self, u: usize) -> f64 {
+    pub(crate) fn sf(&self, u: usize) -> f64 {
         let start = u.min(self.counts.len());
         (self.counts[start..].iter().sum::<f64>() / self.total).min(1.0)
     }

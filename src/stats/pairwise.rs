@@ -22,6 +22,11 @@
 //! the k-th smallest difference as computed in floating point (`x_i - y_j`), the same value a
 //! brute-force sort of all differences gives. The seeded generator makes runs reproducible.
 
+// Row and column positions are bounded by the sample lengths; they travel as u64 only because
+// ranks among the n * m differences do. Float-to-index casts are of values clamped to a
+// sample's range. The hot loops keep plain casts.
+#![allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+
 use std::sync::Arc;
 
 use super::rng::SplitMix64;
@@ -125,23 +130,23 @@ impl Search {
 impl<'a> Pairs<'a> {
     /// `x` and `y` must be sorted ascending and free of NaN and infinities, and `y` must have
     /// fewer than 2^32 values.
-    pub fn new(x: &'a [f64], y: &'a [f64]) -> Pairs<'a> {
+    pub(crate) fn new(x: &'a [f64], y: &'a [f64]) -> Pairs<'a> {
         let limit = ((x.len() + y.len()) as u64).max(1 << 16);
         Pairs { x, y, limit }
     }
 
     #[cfg(test)]
-    pub fn with_limit(x: &'a [f64], y: &'a [f64], limit: u64) -> Pairs<'a> {
+    pub(crate) fn with_limit(x: &'a [f64], y: &'a [f64], limit: u64) -> Pairs<'a> {
         Pairs { x, y, limit }
     }
 
     /// The number of differences.
-    pub fn len(&self) -> u64 {
+    pub(crate) fn len(&self) -> u64 {
         self.x.len() as u64 * self.y.len() as u64
     }
 
     /// The k-th smallest differences for each 1-based `k` (clamped into `[1, len]`).
-    pub fn select(&self, ks: &[u64], rng: &mut SplitMix64) -> Vec<f64> {
+    pub(crate) fn select(&self, ks: &[u64], rng: &mut SplitMix64) -> Vec<f64> {
         let total = self.len();
         if total == 0 {
             return vec![f64::NAN; ks.len()];
@@ -363,7 +368,7 @@ impl<'a> Pairs<'a> {
 
     /// #differences <= v for each pivot.
     #[cfg(test)]
-    pub fn count_le(&self, pivots: &[f64]) -> Vec<u64> {
+    pub(crate) fn count_le(&self, pivots: &[f64]) -> Vec<u64> {
         pivots
             .iter()
             .map(|&v| self.len() - self.walk::<false>(v, None))
@@ -387,7 +392,7 @@ impl<'a> Pairs<'a> {
     }
 
     /// How many differences are <= v, and the smallest difference > v (if any).
-    pub fn count_le_and_next_above(&self, v: f64) -> (u64, Option<f64>) {
+    pub(crate) fn count_le_and_next_above(&self, v: f64) -> (u64, Option<f64>) {
         let above = self.row_bounds(v, false);
         let m = self.y.len() as u64;
         let mut le = 0u64;

@@ -443,6 +443,8 @@ fn margin_e_test(input: &RatioInput, m: f64) -> (f64, f64) {
     for (i, w) in stable.probs.iter().enumerate() {
         let x = stable.lo + i as u64;
         let threshold = (ncf * (observed + tolerance.allowed(x as f64 / nsf)) - TIE_SLACK).ceil();
+        // Used only strictly inside (lo, hi]: a whole number indexing `tails`.
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
         let tail = if threshold <= canary.lo as f64 {
             1.0
         } else if threshold > canary.hi() as f64 {

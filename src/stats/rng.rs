@@ -38,7 +38,10 @@ impl SplitMix64 {
         loop {
             let r = self.next_u64();
             let m = u128::from(r) * u128::from(bound);
-            if (m as u64) >= threshold {
+            // The low 64 bits of the product, deliberately.
+            #[allow(clippy::cast_possible_truncation)]
+            let low = m as u64;
+            if low >= threshold {
                 return (m >> 64) as u64;
             }
         }

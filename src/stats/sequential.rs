@@ -111,7 +111,9 @@ pub fn look_alpha(alpha: f64, look: Look) -> Result<f64, StatsError> {
     };
     let k = look.index as usize;
     if look.design == Design::GroupSequential && k <= MAX_LOOKS {
-        let looks = look.planned.map_or(look.index, |n| n.min(MAX_LOOKS as u32));
+        let looks = look.planned.map_or(look.index, |n| {
+            n.min(u32::try_from(MAX_LOOKS).unwrap_or(u32::MAX))
+        });
         let key = (alpha.to_bits(), look.planned.unwrap_or(0), looks);
         let levels = cached_levels(key, || (1..=looks).map(slice).collect());
         if let Some(level) = levels.get(k - 1) {

@@ -7,6 +7,17 @@
 //! Kept as a binary of its own: `tests/serve_load.rs` (it saturates the machine for 20 s, which
 //! would starve the timing assertions of tests running beside it here).
 
+// Test code may unwrap, panic and cast; its helpers are `pub` for the modules sharing them.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss,
+    unreachable_pub
+)]
+
 #[path = "../grpc_support/mod.rs"]
 mod grpc_support;
 #[path = "../serve_common/mod.rs"]

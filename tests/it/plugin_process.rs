@@ -240,7 +240,7 @@ type FailureCase<'a> = (&'a str, Vec<&'a str>, Vec<(&'a str, &'a str)>, Vec<&'a 
 fn every_startup_failure_is_one_hclog_error_line() {
     let not_a_dir = tempfile::NamedTempFile::new().unwrap();
     let not_a_dir = not_a_dir.path().to_str().unwrap().to_string();
-    let cases: Vec<FailureCase> = vec![
+    let cases: Vec<FailureCase<'_>> = vec![
         (
             "unknown argument",
             vec!["--prometheus-url", "x"],

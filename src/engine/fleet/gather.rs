@@ -112,7 +112,10 @@ impl Engine {
                     .map(|w| inputs.workloads.extend(w)),
                 Role::HeldSteps => per_target(&response.data, &spec.group_by).map(|m| {
                     if let Some(h) = inputs.held.as_mut() {
-                        h.steps = m.into_iter().map(|(t, v)| (t, v.max(0.0) as u64)).collect();
+                        // Clamped at 0; a float-to-int `as` saturates (and maps NaN to 0).
+                        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                        let steps = m.into_iter().map(|(t, v)| (t, v.max(0.0) as u64)).collect();
+                        h.steps = steps;
                     }
                 }),
                 Role::HeldLastBad => per_target(&response.data, &spec.group_by).map(|m| {

@@ -15,7 +15,7 @@ use super::state::Fleet;
 
 /// Who is in which cohort, on the live inventory.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Membership {
+pub(crate) struct Membership {
     /// Per cohort (spec order), its members that are in the inventory.
     pub members: Vec<Vec<String>>,
     /// Per cohort, its listed members missing from the inventory.
@@ -26,7 +26,10 @@ pub struct Membership {
 
 /// Places the inventory's targets in cohorts. Errors (a live inventory only; a listed one is
 /// checked with the spec): two cohorts selecting one target, a regex cohort matching nothing.
-pub fn membership(spec: &FleetSpec, inventory: &BTreeSet<String>) -> Result<Membership, String> {
+pub(crate) fn membership(
+    spec: &FleetSpec,
+    inventory: &BTreeSet<String>,
+) -> Result<Membership, String> {
     let mut m = Membership::default();
     let mut owner: BTreeMap<&str, &str> = BTreeMap::new();
     for (i, c) in spec.promotion.cohorts.iter().enumerate() {
@@ -71,7 +74,7 @@ pub fn membership(spec: &FleetSpec, inventory: &BTreeSet<String>) -> Result<Memb
 
 /// What cohorts and tiers add to the verdict.
 #[derive(Debug, Clone, Default)]
-pub struct Judgement {
+pub(crate) struct Judgement {
     /// The fleet narrowed to the cohorts the gate requires (with cohorts).
     pub scoped: Option<Fleet>,
     /// Reasons to fail, each a message part.
@@ -88,7 +91,7 @@ pub struct Judgement {
 
 /// Judges cohorts and completion tiers at `at`; `first_seen` is when the expected version was
 /// first seen (Unix seconds), for tiers without `startedAt`.
-pub fn judge(
+pub(crate) fn judge(
     spec: &FleetSpec,
     fleet: &Fleet,
     first_seen: Option<f64>,
@@ -263,9 +266,13 @@ fn tiers(
         return;
     };
     let elapsed = at.timestamp() as f64 - start;
+    // A Unix time in seconds from Prometheus; a float-to-int `as` saturates, and an
+    // out-of-range time gives no RFC 3339 text.
+    #[allow(clippy::cast_possible_truncation)]
+    let start_secs = start as i64;
     j.metadata.insert(
         "completion.startedAt".into(),
-        DateTime::from_timestamp(start as i64, 0)
+        DateTime::from_timestamp(start_secs, 0)
             .map(|t| t.to_rfc3339())
             .unwrap_or_default(),
     );

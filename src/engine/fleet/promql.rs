@@ -44,7 +44,7 @@ const MAX_LAST_SEEN_WINDOW: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// One workload condition that counts as a stall (or, for `shrunk`, is only reported).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StallKind {
+pub(crate) enum StallKind {
     /// DaemonSet: desired - updated > 0.
     DaemonSetNotUpdated,
     /// DaemonSet: desired - ready > 0.
@@ -63,7 +63,7 @@ pub enum StallKind {
 
 impl StallKind {
     /// Every kind, in the order they are reported (DaemonSets, Deployments, StatefulSets).
-    pub const ALL: [StallKind; 6] = [
+    pub(crate) const ALL: [StallKind; 6] = [
         StallKind::DaemonSetNotUpdated,
         StallKind::DaemonSetNotReady,
         StallKind::DaemonSetShrunk,
@@ -73,7 +73,7 @@ impl StallKind {
     ];
 
     /// The workload kind as Kubernetes names it.
-    pub fn workload(self) -> &'static str {
+    pub(crate) fn workload(self) -> &'static str {
         match self {
             StallKind::DaemonSetNotUpdated
             | StallKind::DaemonSetNotReady
@@ -84,7 +84,7 @@ impl StallKind {
     }
 
     /// The kube-state-metrics label that names the workload.
-    pub fn name_label(self) -> &'static str {
+    pub(crate) fn name_label(self) -> &'static str {
         match self.workload() {
             "DaemonSet" => "daemonset",
             "Deployment" => "deployment",
@@ -93,7 +93,7 @@ impl StallKind {
     }
 
     /// Key in metadata (`query.stall.<key>`).
-    pub fn key(self) -> &'static str {
+    pub(crate) fn key(self) -> &'static str {
         match self {
             StallKind::DaemonSetNotUpdated => "daemonsetNotUpdated",
             StallKind::DaemonSetNotReady => "daemonsetNotReady",
@@ -105,14 +105,14 @@ impl StallKind {
     }
 
     /// Whether this condition fails the gate (a shrunk DaemonSet is only reported).
-    pub fn fails(self) -> bool {
+    pub(crate) fn fails(self) -> bool {
         self != StallKind::DaemonSetShrunk
     }
 }
 
 /// Every query the fleet gate sends (the last-seen query is built on demand).
 #[derive(Debug, Clone, PartialEq)]
-pub struct FleetQueries {
+pub(crate) struct FleetQueries {
     /// `count by (G, V) (S)`: versions of the series present now.
     pub versions: String,
     /// `count by (G, V) (S and <terminal pods>)`, with `ignoreTerminalPods`: the series of
@@ -136,7 +136,7 @@ pub struct FleetQueries {
 
 /// `holdFor`: a target counts as current only when it was so at every step of the window.
 #[derive(Debug, Clone, PartialEq)]
-pub struct HeldQueries {
+pub(crate) struct HeldQueries {
     /// `count_over_time((GOOD)[H:step])`: per target, the steps at which it reported, every
     /// series on an allowed version and (with `workloads`) no workload stalled.
     pub steps: String,
@@ -148,7 +148,7 @@ pub struct HeldQueries {
 
 impl FleetQueries {
     /// The queries for `spec`.
-    pub fn new(spec: &FleetSpec) -> FleetQueries {
+    pub(crate) fn new(spec: &FleetSpec) -> FleetQueries {
         let g = &spec.group_by;
         let v = version_labels(spec);
         let s = &spec.selector;
@@ -195,7 +195,7 @@ impl FleetQueries {
 }
 
 /// The subquery step of a `holdFor` window: a twentieth of it, at least 15 s.
-pub fn held_step(hold_for: Duration) -> Duration {
+pub(crate) fn held_step(hold_for: Duration) -> Duration {
     Duration::from_secs((hold_for.as_secs() / 20).max(15))
 }
 
@@ -235,7 +235,7 @@ fn bad_per_target(spec: &FleetSpec) -> String {
 
 /// The earliest step, within twice the last tier's deadline (at most the retention), at which
 /// some series ran the expected version.
-pub fn first_seen_query(spec: &FleetSpec) -> String {
+pub(crate) fn first_seen_query(spec: &FleetSpec) -> String {
     let p = &spec.promotion;
     let last = p.completion.last().map_or(Duration::ZERO, |t| t.within);
     let window = (last * 2).max(MIN_LAST_SEEN_WINDOW).min(p.retention);
@@ -250,7 +250,7 @@ pub fn first_seen_query(spec: &FleetSpec) -> String {
 }
 
 /// The selector narrowed to series on the expected version (every version label).
-pub fn expected_series(spec: &FleetSpec) -> String {
+pub(crate) fn expected_series(spec: &FleetSpec) -> String {
     let mut matchers = spec.series.matchers.clone();
     for v in spec.versions() {
         let (op, value) = expected_matcher(&v.expected);
@@ -265,7 +265,7 @@ pub fn expected_series(spec: &FleetSpec) -> String {
 
 /// The selector narrowed to series on another version than the expected one (without the
 /// label too); with `supported`, other than the expected and the supported ones.
-pub fn other_series(spec: &FleetSpec, allow_supported: bool) -> String {
+pub(crate) fn other_series(spec: &FleetSpec, allow_supported: bool) -> String {
     let matcher = |v: &crate::spec::VersionSpec| {
         let (op, value) = if allow_supported {
             allowed_matcher(v)
@@ -300,7 +300,7 @@ pub fn other_series(spec: &FleetSpec, allow_supported: bool) -> String {
 }
 
 /// A matcher for the expected version or any supported one (`version.supported`).
-pub fn allowed_matcher(v: &crate::spec::VersionSpec) -> (MatchKind, String) {
+pub(crate) fn allowed_matcher(v: &crate::spec::VersionSpec) -> (MatchKind, String) {
     if v.supported.is_empty() {
         return expected_matcher(&v.expected);
     }
@@ -316,7 +316,7 @@ pub fn allowed_matcher(v: &crate::spec::VersionSpec) -> (MatchKind, String) {
 }
 
 /// The version labels, comma-separated, for `count by (G, <labels>)`.
-pub fn version_labels(spec: &FleetSpec) -> String {
+pub(crate) fn version_labels(spec: &FleetSpec) -> String {
     spec.versions()
         .map(|v| v.label.as_str())
         .collect::<Vec<_>>()
@@ -325,7 +325,7 @@ pub fn version_labels(spec: &FleetSpec) -> String {
 
 /// `expr` without the pods in a terminal phase, when `ignoreTerminalPods`: `unless` keeps
 /// every pod without phase data, so missing phase series never remove a pod.
-pub fn live_selector(spec: &FleetSpec, expr: &str) -> String {
+pub(crate) fn live_selector(spec: &FleetSpec, expr: &str) -> String {
     if !spec.ignore_terminal_pods {
         return expr.to_string();
     }
@@ -338,7 +338,7 @@ pub fn live_selector(spec: &FleetSpec, expr: &str) -> String {
 
 /// Pods whose current phase is Succeeded or Failed (evicted pods are Failed):
 /// kube-state-metrics writes one `kube_pod_status_phase` series per phase, 1 for the current.
-pub fn terminal_pods(spec: &FleetSpec) -> String {
+pub(crate) fn terminal_pods(spec: &FleetSpec) -> String {
     let mut matchers = pod_matchers(spec);
     matchers.push(LabelMatcher {
         name: "phase".into(),
@@ -352,7 +352,7 @@ pub fn terminal_pods(spec: &FleetSpec) -> String {
 }
 
 /// `(expr)` when it is a set operation, so it can be the right side of another.
-pub fn wrap(expr: &str) -> String {
+pub(crate) fn wrap(expr: &str) -> String {
     if expr.contains(" unless ") {
         format!("({expr})")
     } else {
@@ -365,7 +365,7 @@ pub fn wrap(expr: &str) -> String {
 /// subquery because `timestamp(last_over_time(...))` gives the evaluation time, not the
 /// sample's; the subquery step (1 to 5 minutes, below the usual 5 m lookback) keeps the
 /// answer within a step of the truth.
-pub fn last_seen_query(spec: &FleetSpec, targets: &[String]) -> String {
+pub(crate) fn last_seen_query(spec: &FleetSpec, targets: &[String]) -> String {
     let window = last_seen_window(spec.max_staleness);
     let step = (window / 1440).clamp(Duration::from_secs(60), Duration::from_secs(300));
     let mut matchers = spec.series.matchers.clone();
@@ -385,18 +385,18 @@ pub fn last_seen_query(spec: &FleetSpec, targets: &[String]) -> String {
 
 /// How far back a silent target's last sample is looked for: 4 x maxStaleness, within
 /// [24h, 7d].
-pub fn last_seen_window(max_staleness: Duration) -> Duration {
+pub(crate) fn last_seen_window(max_staleness: Duration) -> Duration {
     (max_staleness * 4).clamp(MIN_LAST_SEEN_WINDOW, MAX_LAST_SEEN_WINDOW)
 }
 
 /// The window a DaemonSet's desired count is compared over: 4 x maxStaleness, at least 1 h.
-pub fn history_window(max_staleness: Duration) -> Duration {
+pub(crate) fn history_window(max_staleness: Duration) -> Duration {
     (max_staleness * 4).max(MIN_HISTORY)
 }
 
 /// The PromQL of one workload condition; every result series names the target, namespace
 /// and workload, and its value is the lag (1 for revisions).
-pub fn stall_query(spec: &FleetSpec, kind: StallKind) -> String {
+pub(crate) fn stall_query(spec: &FleetSpec, kind: StallKind) -> String {
     let g = &spec.group_by;
     let w = |metric: &str| workload_selector(spec, metric);
     let on = join_on(g, &["namespace", kind.name_label()]);
@@ -441,7 +441,7 @@ pub fn stall_query(spec: &FleetSpec, kind: StallKind) -> String {
 /// narrowed to the init containers named in `initContainers.names`, without native sidecars
 /// when `initContainers.sidecars: false` (`restart_policy!="Always"` also holds on
 /// kube-state-metrics before 2.11, which has no such label).
-pub fn init_selector(spec: &FleetSpec) -> String {
+pub(crate) fn init_selector(spec: &FleetSpec) -> String {
     let mut matchers = pod_matchers(spec);
     let ic = &spec.init_containers;
     if !ic.names.is_empty() {
@@ -478,7 +478,7 @@ fn pod_matchers(spec: &FleetSpec) -> Vec<LabelMatcher> {
 
 /// A workload metric with the selector's matchers minus the pod and container ones, so that
 /// a `namespace` (and `cluster`, `job`, ...) matcher scopes the workloads too.
-pub fn workload_selector(spec: &FleetSpec, metric: &str) -> String {
+pub(crate) fn workload_selector(spec: &FleetSpec, metric: &str) -> String {
     let matchers: Vec<LabelMatcher> = spec
         .series
         .matchers
@@ -495,7 +495,7 @@ pub fn workload_selector(spec: &FleetSpec, metric: &str) -> String {
 
 /// A PromQL label matcher (RE2, anchored by Prometheus) that matches the expected version:
 /// `(op, value)` with op `=` or `=~`. A bare digest also matches `<anything>@<digest>`.
-pub fn expected_matcher(expected: &ExpectedVersion) -> (MatchKind, String) {
+pub(crate) fn expected_matcher(expected: &ExpectedVersion) -> (MatchKind, String) {
     match expected {
         ExpectedVersion::Exact(v) if crate::spec::is_bare_digest(v) => {
             (MatchKind::Regex, format!("(?:.*@)?{}", escape_regex(v)))
@@ -506,7 +506,7 @@ pub fn expected_matcher(expected: &ExpectedVersion) -> (MatchKind, String) {
 }
 
 /// `name{a="b", c=~"d"}`; `{...}` alone when there is no name.
-pub fn render_selector(metric: Option<&str>, matchers: &[LabelMatcher]) -> String {
+pub(crate) fn render_selector(metric: Option<&str>, matchers: &[LabelMatcher]) -> String {
     let inner: Vec<String> = matchers
         .iter()
         .map(|m| format!("{}{}{}", m.name, m.op.as_str(), quote(&m.value)))
@@ -519,7 +519,7 @@ pub fn render_selector(metric: Option<&str>, matchers: &[LabelMatcher]) -> Strin
 }
 
 /// A PromQL double-quoted string literal.
-pub fn quote(value: &str) -> String {
+pub(crate) fn quote(value: &str) -> String {
     let mut out = String::with_capacity(value.len() + 2);
     out.push('"');
     for c in value.chars() {
@@ -537,7 +537,7 @@ pub fn quote(value: &str) -> String {
 }
 
 /// A regex that matches exactly the given values.
-pub fn alternation(values: &[String]) -> String {
+pub(crate) fn alternation(values: &[String]) -> String {
     values
         .iter()
         .map(|v| escape_regex(v))
@@ -546,7 +546,7 @@ pub fn alternation(values: &[String]) -> String {
 }
 
 /// Escapes the RE2 metacharacters of a literal (and only those, so names stay readable).
-pub fn escape_regex(literal: &str) -> String {
+pub(crate) fn escape_regex(literal: &str) -> String {
     let mut out = String::with_capacity(literal.len());
     for c in literal.chars() {
         if "\\.+*?()|[]{}^$".contains(c) {

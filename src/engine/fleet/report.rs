@@ -19,7 +19,7 @@ const METADATA_MAX: usize = 2000;
 
 /// When the silent targets were last seen.
 #[derive(Debug, Clone, Default)]
-pub struct LastSeen {
+pub(crate) struct LastSeen {
     /// Target -> seconds since its last sample (targets absent were not seen in `window`).
     pub ages: BTreeMap<String, f64>,
     /// How far back the last sample was looked for.
@@ -29,7 +29,7 @@ pub struct LastSeen {
 }
 
 /// The message: why the verdict, failures first, then completion, then notes.
-pub fn message(spec: &FleetSpec, fleet: &Fleet, last_seen: &LastSeen, at: f64) -> String {
+pub(crate) fn message(spec: &FleetSpec, fleet: &Fleet, last_seen: &LastSeen, at: f64) -> String {
     let noun = plural(&spec.group_by);
     let n = fleet.inventory_size;
     let mut parts: Vec<String> = Vec::new();
@@ -217,7 +217,7 @@ pub fn message(spec: &FleetSpec, fleet: &Fleet, last_seen: &LastSeen, at: f64) -
 }
 
 /// The JSON summary: counts per state, completion, versions with their series counts.
-pub fn value(spec: &FleetSpec, fleet: &Fleet) -> Value {
+pub(crate) fn value(spec: &FleetSpec, fleet: &Fleet) -> Value {
     let counts = |m: &BTreeMap<String, u64>| -> Value {
         Value::Object(
             m.iter()
@@ -253,7 +253,7 @@ pub fn value(spec: &FleetSpec, fleet: &Fleet) -> Value {
 }
 
 /// The full per-target lists (comma-separated) and counts for `metadata`.
-pub fn metadata(fleet: &Fleet, last_seen: &LastSeen, meta: &mut BTreeMap<String, String>) {
+pub(crate) fn metadata(fleet: &Fleet, last_seen: &LastSeen, meta: &mut BTreeMap<String, String>) {
     let mut put = |key: &str, items: Vec<String>| {
         if !items.is_empty() {
             meta.insert(key.to_string(), capped(items));
@@ -337,7 +337,7 @@ fn capped(items: Vec<String>) -> String {
 }
 
 /// `a, b, c` for the first ten, then `and N more`.
-pub fn listing(items: impl Iterator<Item = String>) -> String {
+pub(crate) fn listing(items: impl Iterator<Item = String>) -> String {
     let mut shown = Vec::new();
     let mut rest = 0usize;
     for item in items {
@@ -353,7 +353,7 @@ pub fn listing(items: impl Iterator<Item = String>) -> String {
     shown.join(", ")
 }
 
-pub fn display_target(target: &str, spec: &FleetSpec) -> String {
+pub(crate) fn display_target(target: &str, spec: &FleetSpec) -> String {
     if target.is_empty() {
         format!("(no {} label)", spec.group_by)
     } else {
@@ -373,7 +373,7 @@ fn units(spec: &FleetSpec, n: u64) -> String {
 
 /// `edge-017 3 pods`, `edge-250 1 pod without image_id`, `edge-120 1 init container`; with a
 /// support window, `edge-17 runs 1.4.2, outside the support window`.
-pub fn straggler_item(s: &Straggler, spec: &FleetSpec) -> String {
+pub(crate) fn straggler_item(s: &Straggler, spec: &FleetSpec) -> String {
     if !spec.version.supported.is_empty() && !s.versions.is_empty() {
         let versions: Vec<String> = s.versions.iter().map(|v| short_version(v)).collect();
         return format!(
@@ -466,7 +466,7 @@ fn old_versions(stragglers: &[Straggler], label: &str) -> String {
 }
 
 /// `repo@sha256:<64 hex>` and `sha256:<64 hex>` become `sha256:<12 hex>…`; long values are cut.
-pub fn short_version(v: &str) -> String {
+pub(crate) fn short_version(v: &str) -> String {
     let digest = v.rsplit_once('@').map_or(v, |(_, d)| d);
     if is_bare_digest(digest) {
         if let Some((algo, hex)) = digest.split_once(':') {
@@ -490,7 +490,7 @@ fn run(count: usize) -> &'static str {
 }
 
 /// The target noun for a count: `1 cluster`, `2 clusters`.
-pub fn counted(label: &str, count: usize) -> String {
+pub(crate) fn counted(label: &str, count: usize) -> String {
     if count == 1 {
         label.to_string()
     } else {
@@ -498,7 +498,7 @@ pub fn counted(label: &str, count: usize) -> String {
     }
 }
 
-pub fn plural(label: &str) -> String {
+pub(crate) fn plural(label: &str) -> String {
     if label.ends_with('s') {
         format!("{label}es")
     } else {
@@ -506,7 +506,7 @@ pub fn plural(label: &str) -> String {
     }
 }
 
-pub fn percent(x: f64) -> String {
+pub(crate) fn percent(x: f64) -> String {
     let p = x * 100.0;
     if (p - p.round()).abs() < 1e-9 {
         format!("{} %", p.round())
@@ -516,7 +516,9 @@ pub fn percent(x: f64) -> String {
     }
 }
 
-pub fn human_age(seconds: f64) -> String {
+pub(crate) fn human_age(seconds: f64) -> String {
+    // Clamped at 0; a float-to-int `as` saturates (and maps NaN to 0).
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     let s = seconds.max(0.0).round() as u64;
     match s {
         0..=119 => format!("{s}s"),
@@ -539,7 +541,7 @@ fn round6(x: f64) -> f64 {
 }
 
 /// `12,345` style counts for the describe output.
-pub fn count(n: u64) -> String {
+pub(crate) fn count(n: u64) -> String {
     format_count(n as f64)
 }
 

@@ -12,7 +12,7 @@ use super::promql::StallKind;
 
 /// Series counts per version of one target (pods, for a one-container selector).
 #[derive(Debug, Default, Clone, PartialEq)]
-pub struct TargetVersions {
+pub(crate) struct TargetVersions {
     /// Version -> series. The version is the label's value; with several version labels,
     /// `label=value, label=value` in the spec's order.
     pub versions: BTreeMap<String, u64>,
@@ -33,10 +33,10 @@ impl TargetVersions {
 
 /// Target name -> its versions, as one `count by (target, version)` query saw them. Series
 /// without the target label are kept under the empty name.
-pub type View = BTreeMap<String, TargetVersions>;
+pub(crate) type View = BTreeMap<String, TargetVersions>;
 
 /// Reads a `count by (G, V...) (...)` result; `versions` are the spec's version labels.
-pub fn read_view(
+pub(crate) fn read_view(
     data: &QueryData,
     group_by: &str,
     versions: &[&VersionSpec],
@@ -82,7 +82,7 @@ pub fn read_view(
 
 /// Takes the series of ended pods (`terminal`, a subset of `now` at the same evaluation time)
 /// out of `now`; a target left with nothing is removed (it still reports: see `classify`).
-pub fn subtract(now: &mut View, terminal: &View) {
+pub(crate) fn subtract(now: &mut View, terminal: &View) {
     for (target, ended) in terminal {
         let Some(live) = now.get_mut(target) else {
             continue;
@@ -105,7 +105,7 @@ pub fn subtract(now: &mut View, terminal: &View) {
 }
 
 /// Which of `labels` some series of a vector result carries (with a non-empty value).
-pub fn labels_present(data: &QueryData, labels: &[&str]) -> BTreeSet<String> {
+pub(crate) fn labels_present(data: &QueryData, labels: &[&str]) -> BTreeSet<String> {
     let QueryData::Vector(series) = data else {
         return BTreeSet::new();
     };
@@ -121,7 +121,7 @@ pub fn labels_present(data: &QueryData, labels: &[&str]) -> BTreeSet<String> {
 }
 
 /// The distinct values of `label` in a vector result (series without it are left out).
-pub fn read_targets(data: &QueryData, label: &str) -> Result<BTreeSet<String>, String> {
+pub(crate) fn read_targets(data: &QueryData, label: &str) -> Result<BTreeSet<String>, String> {
     let QueryData::Vector(series) = data else {
         return Err("expected an instant vector".into());
     };
@@ -133,6 +133,8 @@ pub fn read_targets(data: &QueryData, label: &str) -> Result<BTreeSet<String>, S
         .collect())
 }
 
+// A float-to-int `as` saturates: a finite positive count above u64::MAX becomes u64::MAX.
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
 fn count_of(v: f64) -> u64 {
     if v.is_finite() && v > 0.0 {
         v.round() as u64
@@ -143,7 +145,7 @@ fn count_of(v: f64) -> u64 {
 
 /// A workload found by one of the stall queries.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Workload {
+pub(crate) struct Workload {
     /// The target (groupBy value).
     pub target: String,
     /// Its namespace.
@@ -160,7 +162,7 @@ pub struct Workload {
 
 impl Workload {
     /// `edge-203/monitoring/DaemonSet/node-agent`, as listed in metadata.
-    pub fn id(&self) -> String {
+    pub(crate) fn id(&self) -> String {
         format!(
             "{}/{}/{}/{}",
             self.target, self.namespace, self.kind, self.name
@@ -169,7 +171,7 @@ impl Workload {
 }
 
 /// Reads one stall query's result into workloads.
-pub fn read_stalls(
+pub(crate) fn read_stalls(
     data: &QueryData,
     kind: StallKind,
     group_by: &str,
@@ -224,7 +226,7 @@ pub fn read_stalls(
 
 /// What the queries returned, ready to classify.
 #[derive(Debug, Clone, Default)]
-pub struct Inputs {
+pub(crate) struct Inputs {
     /// Versions of the series present at the evaluation time.
     pub now: View,
     /// Series of pods in a terminal phase, left out of `now` (with `ignoreTerminalPods`).
@@ -243,7 +245,7 @@ pub struct Inputs {
 
 /// What the `holdFor` queries returned.
 #[derive(Debug, Clone, Default)]
-pub struct Held {
+pub(crate) struct Held {
     /// Target -> steps of the window at which it was current.
     pub steps: BTreeMap<String, u64>,
     /// Steps a held target has.
@@ -254,7 +256,7 @@ pub struct Held {
 
 /// A target current now but not for the whole `holdFor` window.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Unheld {
+pub(crate) struct Unheld {
     /// The target.
     pub target: String,
     /// The last time it was not current (Unix seconds), when it ran another version or had a
@@ -266,7 +268,7 @@ pub struct Unheld {
 
 /// A target that runs something other than the expected version.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Straggler {
+pub(crate) struct Straggler {
     /// The target.
     pub target: String,
     /// Main-container series on another version.
@@ -283,14 +285,14 @@ pub struct Straggler {
 
 impl Straggler {
     /// Some series on the expected version and some not: a rollout in progress.
-    pub fn mixed(&self) -> bool {
+    pub(crate) fn mixed(&self) -> bool {
         self.old + self.unlabelled < self.total
     }
 }
 
 /// An exception as it applied (or no longer applied) at the evaluation time.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Excused {
+pub(crate) struct Excused {
     /// The target.
     pub target: String,
     /// Why.
@@ -301,7 +303,7 @@ pub struct Excused {
 
 /// The fleet, classified.
 #[derive(Debug, Clone, Default)]
-pub struct Fleet {
+pub(crate) struct Fleet {
     /// Expected targets.
     pub inventory_size: usize,
     /// Expected targets on the expected version everywhere.
@@ -353,7 +355,7 @@ pub struct Fleet {
 
 impl Fleet {
     /// Share of expected targets that are current or excepted (1 for an empty inventory).
-    pub fn completion(&self) -> f64 {
+    pub(crate) fn completion(&self) -> f64 {
         if self.inventory_size == 0 {
             return 1.0;
         }
@@ -361,14 +363,14 @@ impl Fleet {
     }
 
     /// Whether `minCompletion` is met (exactly, for whole counts: 1.0 needs every target).
-    pub fn complete_enough(&self, min_completion: f64) -> bool {
+    pub(crate) fn complete_enough(&self, min_completion: f64) -> bool {
         let done = (self.current.len() + self.excepted_expected) as f64;
         done + 1e-9 >= min_completion * self.inventory_size as f64
     }
 
     /// The built-in verdict: complete enough (a stalled target is incomplete), no old version
     /// and no stalled workload outside the inventory.
-    pub fn passes(&self, min_completion: f64) -> bool {
+    pub(crate) fn passes(&self, min_completion: f64) -> bool {
         self.complete_enough(min_completion)
             && self.outside_old.is_empty()
             && self.stalled_outside == 0
@@ -376,7 +378,7 @@ impl Fleet {
 
     /// Share of expected targets on the expected version itself (held) or excepted: the
     /// completion tiers' measure (a target on a supported version is not done).
-    pub fn done_share(&self) -> f64 {
+    pub(crate) fn done_share(&self) -> f64 {
         if self.inventory_size == 0 {
             return 1.0;
         }
@@ -386,7 +388,7 @@ impl Fleet {
 
     /// The targets that count as done for the completion tiers: current on the expected
     /// version itself, or excepted.
-    pub fn done_targets(&self) -> BTreeSet<&str> {
+    pub(crate) fn done_targets(&self) -> BTreeSet<&str> {
         let supported: BTreeSet<&str> = self.on_supported.iter().map(String::as_str).collect();
         self.current
             .iter()
@@ -397,7 +399,7 @@ impl Fleet {
     }
 
     /// The state of a target as a word (`current`, `straggler`, ...), for `fleet plan`.
-    pub fn state_of(&self, target: &str) -> &'static str {
+    pub(crate) fn state_of(&self, target: &str) -> &'static str {
         let is = |l: &[String]| l.iter().any(|t| t == target);
         if self.excepted.iter().any(|e| e.target == target) {
             "excepted"
@@ -424,7 +426,7 @@ impl Fleet {
 
     /// The same fleet seen through `keep` only (a cohort gate's scope): lists and counts of
     /// expected targets are narrowed; what lies outside the inventory stays.
-    pub fn restrict(&self, keep: &BTreeSet<String>) -> Fleet {
+    pub(crate) fn restrict(&self, keep: &BTreeSet<String>) -> Fleet {
         let k = |t: &String| keep.contains(t);
         let excepted: Vec<Excused> = self
             .excepted
@@ -479,7 +481,7 @@ impl Fleet {
 }
 
 /// Classifies every expected or reporting target at `at`.
-pub fn classify(spec: &FleetSpec, at: DateTime<Utc>, inputs: Inputs) -> Fleet {
+pub(crate) fn classify(spec: &FleetSpec, at: DateTime<Utc>, inputs: Inputs) -> Fleet {
     let Inputs {
         now,
         terminal,

@@ -18,6 +18,7 @@ pub const RULE_API_VERSION: &str = "monitoring.coreos.com/v1";
 /// Where the objects go and their groups' evaluation interval.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RuleOptions {
+    /// Namespace and labels of the objects.
     pub placement: RulePlacement,
     /// `interval` of every rule group; none: Prometheus' `evaluation_interval`.
     pub group_interval: Option<Duration>,

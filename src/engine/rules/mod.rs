@@ -27,26 +27,35 @@ use super::Engine;
 pub struct Record {
     /// The recorded series' name (`rollgate:<template>_<metric>:<what>`).
     pub record: String,
+    /// The PromQL it records.
     pub expr: String,
 }
 
 /// An alerting rule (fires as soon as its expression returns a series: no `for`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Alert {
+    /// The alert's name.
     pub alert: String,
+    /// The PromQL that fires it.
     pub expr: String,
+    /// The alert's labels.
     pub labels: BTreeMap<String, String>,
+    /// The alert's annotations.
     pub annotations: BTreeMap<String, String>,
 }
 
 /// The rules of one `query` or `compare` metric.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MetricRules {
+    /// The template's name.
     pub template: String,
+    /// The metric's name.
     pub metric: String,
     /// `query` or `compare`.
     pub kind: &'static str,
+    /// Its recording rules.
     pub records: Vec<Record>,
+    /// Its alerting rules.
     pub alerts: Vec<Alert>,
     /// What was not translated, or only approximated, and why (one sentence each).
     pub notes: Vec<String>,

@@ -286,7 +286,7 @@ impl ValueDecoder<'_> {
                 .plans
                 .plans
                 .get(plan)
-                .and_then(|p| p.fields.get(field as usize))
+                .and_then(|p| p.fields.get(usize::try_from(field).ok()?))
                 .copied()
                 .ok_or(GobError::Corrupt("field numbers out of bounds"))?;
             if idx == SKIP {
@@ -318,7 +318,10 @@ impl ValueDecoder<'_> {
                 .iter()
                 .map(|(name, fid)| {
                     let idx = fields.iter().position(|f| f == name);
-                    (idx.map_or(SKIP, |i| i as u16), *fid)
+                    (
+                        idx.and_then(|i| u16::try_from(i).ok()).unwrap_or(SKIP),
+                        *fid,
+                    )
                 })
                 .collect(),
         };
@@ -400,7 +403,9 @@ impl ValueDecoder<'_> {
                     }
                     field = next_field(field, delta, count)?;
                     let fid = match self.types.get(id) {
-                        Some(WireType::Struct { fields, .. }) => fields.get(field as usize),
+                        Some(WireType::Struct { fields, .. }) => {
+                            usize::try_from(field).ok().and_then(|f| fields.get(f))
+                        }
                         _ => None,
                     }
                     .map(|f| f.1)
@@ -513,7 +518,7 @@ impl ValueDecoder<'_> {
 
 /// A Go slice `[]T` of any element type but `byte` (which is [`Vec<u8>`]).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Seq<T>(pub Vec<T>);
+pub(crate) struct Seq<T>(pub Vec<T>);
 
 impl<T> Default for Seq<T> {
     fn default() -> Self {
@@ -543,7 +548,7 @@ impl<T: GobDecode> GobDecode for Seq<T> {
 
 /// A Go interface value expected to hold `T` (or nil: `None`).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Interface<T>(pub Option<T>);
+pub(crate) struct Interface<T>(pub Option<T>);
 
 impl<T: Registered> GobDecode for Interface<T> {
     fn decode(d: &mut ValueDecoder<'_>, id: i64) -> Result<Self, GobError> {

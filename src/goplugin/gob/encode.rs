@@ -13,17 +13,17 @@ use crate::measurement::Measurement;
 
 /// Type ids of the types rollgate defines on its streams (any id from 65 up is valid).
 mod local {
-    pub const RESPONSE: i64 = 65;
-    pub const EMPTY: i64 = 66;
-    pub const MEASUREMENT: i64 = 67;
-    pub const TIME: i64 = 68;
-    pub const STRING_MAP: i64 = 69;
-    pub const RPC_ERROR: i64 = 70;
+    pub(crate) const RESPONSE: i64 = 65;
+    pub(crate) const EMPTY: i64 = 66;
+    pub(crate) const MEASUREMENT: i64 = 67;
+    pub(crate) const TIME: i64 = 68;
+    pub(crate) const STRING_MAP: i64 = 69;
+    pub(crate) const RPC_ERROR: i64 = 70;
 }
 
 /// A net/rpc reply body.
 #[derive(Debug, Clone, Copy)]
-pub enum Body<'a> {
+pub(crate) enum Body<'a> {
     /// `struct{}` (Control.Ping/Quit, and the body after an error).
     Empty,
     /// `uint32` (Dispenser.Dispense).
@@ -40,20 +40,20 @@ pub enum Body<'a> {
 
 /// The encoding half of one gob stream.
 #[derive(Debug, Default)]
-pub struct Encoder {
+pub(crate) struct Encoder {
     /// Bit `id - 65` is set once type `id` has been defined on the stream.
     sent: u32,
 }
 
 impl Encoder {
     /// An encoder for a new stream.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// Appends a net/rpc response (server.go, `sendResponse`): the header, then `body`, or an
     /// empty struct when `error` is set.
-    pub fn encode_response(
+    pub(crate) fn encode_response(
         &mut self,
         out: &mut Vec<u8>,
         service_method: &str,
@@ -190,7 +190,7 @@ struct Fields {
 impl Fields {
     fn next(&mut self, out: &mut Vec<u8>, index: i64) {
         // Starts at -1: the first field's delta is its index plus one.
-        put_uint(out, (index + 1 - self.last) as u64);
+        put_uint(out, (index + 1 - self.last).cast_unsigned());
         self.last = index + 1;
     }
 }

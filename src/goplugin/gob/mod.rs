@@ -12,9 +12,10 @@ mod types;
 pub(crate) mod wire;
 
 pub(crate) use decode::gob_struct;
-pub use decode::{Decoder, GobDecode, Ignored, Interface, Registered, Seq, Step, ValueDecoder};
-pub use encode::{Body, Encoder};
-pub use time::{decode_go_time, encode_go_time, go_zero_time, GoTime};
+pub use decode::{Decoder, GobDecode, Ignored, Step};
+pub(crate) use decode::{Interface, Registered, Seq, ValueDecoder};
+pub(crate) use encode::{Body, Encoder};
+pub(crate) use time::{go_zero_time, GoTime};
 
 #[cfg(test)]
 pub(crate) use encode::put_struct_def as encode_struct_def_for_tests;

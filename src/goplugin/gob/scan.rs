@@ -120,7 +120,7 @@ impl Scan {
                     };
                     let field = next_field(field, delta, fields.len())?;
                     let fid = fields
-                        .get(field as usize)
+                        .get(usize::try_from(field).unwrap_or(usize::MAX))
                         .map(|f| f.1)
                         .ok_or(GobError::Corrupt("field numbers out of bounds"))?;
                     self.push(Frame::Fields { id, field })?;

@@ -11,16 +11,16 @@ use super::GobError;
 const UNIX_TO_INTERNAL: i64 = 62_135_596_800;
 
 /// Go's zero `time.Time` (0001-01-01T00:00:00Z): what a nil `*metav1.Time` means.
-pub fn go_zero_time() -> DateTime<Utc> {
+pub(crate) fn go_zero_time() -> DateTime<Utc> {
     DateTime::from_timestamp(-UNIX_TO_INTERNAL, 0).unwrap_or(DateTime::<Utc>::MIN_UTC)
 }
 
 /// `t` in Go's MarshalBinary form: version 1, seconds since year 1, nanoseconds, zone offset
 /// -1 (UTC).
-pub fn encode_go_time(t: &DateTime<Utc>) -> [u8; 15] {
+pub(crate) fn encode_go_time(t: &DateTime<Utc>) -> [u8; 15] {
     let sec = t.timestamp().saturating_add(UNIX_TO_INTERNAL);
     // chrono folds a leap second into nanoseconds >= 1e9; Go has no such instant.
-    let nsec = t.timestamp_subsec_nanos().min(999_999_999) as i32;
+    let nsec = t.timestamp_subsec_nanos().min(999_999_999).cast_signed();
     let mut out = [0u8; 15];
     out[0] = 1;
     out[1..9].copy_from_slice(&sec.to_be_bytes());
@@ -31,7 +31,7 @@ pub fn encode_go_time(t: &DateTime<Utc>) -> [u8; 15] {
 
 /// Parses Go's MarshalBinary form (version 1, or 2 with a seconds-of-offset byte). The zone
 /// offset only affects how Go displays the instant, so it is dropped.
-pub fn decode_go_time(b: &[u8]) -> Result<DateTime<Utc>, GobError> {
+pub(crate) fn decode_go_time(b: &[u8]) -> Result<DateTime<Utc>, GobError> {
     let want = match b.first() {
         Some(1) => 15,
         Some(2) => 16,
@@ -57,7 +57,7 @@ pub fn decode_go_time(b: &[u8]) -> Result<DateTime<Utc>, GobError> {
 
 /// A `metav1.Time` (or `time.Time`) value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct GoTime(pub DateTime<Utc>);
+pub(crate) struct GoTime(pub DateTime<Utc>);
 
 impl Default for GoTime {
     fn default() -> Self {

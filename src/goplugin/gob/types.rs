@@ -8,16 +8,16 @@ use super::GobError;
 
 /// Ids of gob's predefined types.
 pub(crate) mod ids {
-    pub const BOOL: i64 = 1;
-    pub const INT: i64 = 2;
-    pub const UINT: i64 = 3;
-    pub const FLOAT: i64 = 4;
-    pub const BYTES: i64 = 5;
-    pub const STRING: i64 = 6;
-    pub const COMPLEX: i64 = 7;
-    pub const INTERFACE: i64 = 8;
+    pub(crate) const BOOL: i64 = 1;
+    pub(crate) const INT: i64 = 2;
+    pub(crate) const UINT: i64 = 3;
+    pub(crate) const FLOAT: i64 = 4;
+    pub(crate) const BYTES: i64 = 5;
+    pub(crate) const STRING: i64 = 6;
+    pub(crate) const COMPLEX: i64 = 7;
+    pub(crate) const INTERFACE: i64 = 8;
     /// The lowest id a user type may be defined under (type.go, `firstUserId`).
-    pub const FIRST_USER: i64 = 64;
+    pub(crate) const FIRST_USER: i64 = 64;
 }
 
 /// Most types one stream may define; a full AnalysisRun with a Job provider needs a few hundred.
@@ -81,7 +81,7 @@ impl TypeTable {
     /// The definition of `id`, if the stream has defined it.
     pub(crate) fn get(&self, id: i64) -> Option<&WireType> {
         let idx = if (0..DENSE_IDS).contains(&id) {
-            let slot = *self.dense.get(id as usize)?;
+            let slot = *self.dense.get(usize::try_from(id).ok()?)?;
             slot.checked_sub(1)?
         } else {
             *self.sparse.get(&id)?
@@ -115,10 +115,11 @@ impl TypeTable {
         if self.bytes > MAX_TABLE_BYTES {
             return Err(GobError::Limit("type definitions too large"));
         }
+        // Below MAX_TYPES (checked above), so the index fits the dense table's u32 slots.
+        #[allow(clippy::cast_possible_truncation)]
         let idx = self.types.len() as u32;
         self.types.push(wt);
-        if id < DENSE_IDS {
-            let i = id as usize;
+        if let Some(i) = usize::try_from(id).ok().filter(|_| id < DENSE_IDS) {
             if self.dense.len() <= i {
                 self.dense.resize(i + 1, 0);
             }
@@ -276,7 +277,7 @@ fn read_field_list(r: &mut Reader<'_>) -> Result<Vec<(String, i64)>, GobError> {
 pub(crate) fn next_field(field: i64, delta: u64, count: usize) -> Result<i64, GobError> {
     let delta = i64::try_from(delta).map_err(|_| GobError::Corrupt("field number overflow"))?;
     match field.checked_add(delta) {
-        Some(next) if next < count as i64 => Ok(next),
+        Some(next) if usize::try_from(next).is_ok_and(|n| n < count) => Ok(next),
         _ => Err(GobError::Corrupt("field numbers out of bounds")),
     }
 }

@@ -126,7 +126,7 @@ impl<'a> Reader<'a> {
 
 /// Decodes gob's signed integer mapping.
 pub(crate) fn uint_to_int(u: u64) -> i64 {
-    let i = (u >> 1) as i64;
+    let i = (u >> 1).cast_signed();
     if u & 1 == 1 {
         !i
     } else {
@@ -136,13 +136,15 @@ pub(crate) fn uint_to_int(u: u64) -> i64 {
 
 /// Appends an unsigned integer in gob's encoding.
 pub(crate) fn put_uint(out: &mut Vec<u8>, v: u64) {
-    if v < 0x80 {
-        out.push(v as u8);
+    if let Ok(byte @ 0..0x80) = u8::try_from(v) {
+        out.push(byte);
         return;
     }
     let bytes = v.to_be_bytes();
     let skip = (v.leading_zeros() / 8) as usize;
     let n = 8 - skip;
+    // 1..=8 bytes follow, announced as the negated count: fits a u8.
+    #[allow(clippy::cast_possible_truncation)]
     out.push((n as u8).wrapping_neg());
     out.extend_from_slice(&bytes[skip..]);
 }
@@ -150,9 +152,9 @@ pub(crate) fn put_uint(out: &mut Vec<u8>, v: u64) {
 /// Appends a signed integer in gob's encoding.
 pub(crate) fn put_int(out: &mut Vec<u8>, v: i64) {
     let u = if v < 0 {
-        ((!v as u64) << 1) | 1
+        ((!v).cast_unsigned() << 1) | 1
     } else {
-        (v as u64) << 1
+        v.cast_unsigned() << 1
     };
     put_uint(out, u);
 }

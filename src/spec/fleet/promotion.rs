@@ -15,7 +15,7 @@ use super::super::reader::{invalid, ObjectReader};
 use super::{name_list, ExpectedTargets, ExpectedVersion, VersionRegex};
 
 /// Default `retention`: Prometheus' default `--storage.tsdb.retention.time`.
-pub const DEFAULT_RETENTION: Duration = Duration::from_secs(15 * 24 * 3600);
+pub(crate) const DEFAULT_RETENTION: Duration = Duration::from_secs(15 * 24 * 3600);
 
 /// One named cohort of `fleet.cohorts`.
 #[derive(Debug, Clone, PartialEq)]
@@ -74,7 +74,7 @@ pub struct Promotion {
 }
 
 /// Reads the promotion keys of `f`, checked against the inventory where it is a list.
-pub fn read_promotion(
+pub(crate) fn read_promotion(
     f: &mut ObjectReader<'_>,
     inventory: &ExpectedTargets,
 ) -> Result<Promotion, SpecError> {
@@ -374,7 +374,7 @@ fn read_tiers(f: &mut ObjectReader<'_>) -> Result<Vec<CompletionTier>, SpecError
 
 /// `version.supported`: a list of versions (exact, a bare digest as in `expected`) or one
 /// regular expression (a string), the older versions still allowed to run.
-pub fn read_supported(v: &mut ObjectReader<'_>) -> Result<Vec<ExpectedVersion>, SpecError> {
+pub(crate) fn read_supported(v: &mut ObjectReader<'_>) -> Result<Vec<ExpectedVersion>, SpecError> {
     let path = v.path_of("supported");
     match v.get("supported") {
         None => Ok(Vec::new()),
