@@ -7,7 +7,9 @@
 //! notices a signal when one of them polls its driver; a runtime on a dedicated thread always
 //! does, so SIGTERM ends the process promptly whatever the workers are doing.
 //!
-//! ```no_run
+//! (The module is crate-private, so this example is not run as a doctest.)
+//!
+//! ```ignore
 //! # async fn demo() -> std::io::Result<()> {
 //! use rollgate::shutdown::{on_signals, Signals};
 //! let shutdown = on_signals(Signals::TermAndInt)?;
