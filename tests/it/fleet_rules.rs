@@ -2,45 +2,15 @@
 //! alerts fire as the gate decides (`promtool test rules` on synthetic series).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
-use serde::Deserialize;
 use serde_json::{json, Value};
+
+use crate::support::rules_cli::{documents, promtool, root, rules};
 
 const BIN: &str = env!("CARGO_BIN_EXE_rollgate");
 const NEW: &str = "sha256:35c1e11408120e3942e771102f0172aee75829d3a87f9f5909d53b5f40bfc814";
 const OLD: &str = "sha256:513e5258ccf337657a74bcf99c6689575996caa51a1c92392ca920cc72be477a";
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn rules(file: &Path, args: &[&str]) -> Output {
-    Command::new(BIN)
-        .arg("rules")
-        .arg("-f")
-        .arg(file)
-        .args(args)
-        .output()
-        .expect("run rollgate")
-}
-
-/// The YAML documents of the command's standard output.
-fn documents(out: &Output) -> Vec<Value> {
-    let text = String::from_utf8_lossy(&out.stdout);
-    serde_yaml_ng::Deserializer::from_str(&text)
-        .map(|d| Value::deserialize(d).unwrap())
-        .filter(|v| !v.is_null())
-        .collect()
-}
-
-fn promtool(args: &[&str], dir: &Path) -> Output {
-    Command::new(std::env::var("PROMTOOL").unwrap_or_else(|_| "promtool".into()))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("promtool (Debian's prometheus package)")
-}
 
 /// Writes the `spec` of every PrometheusRule as one Prometheus rule file and checks it.
 fn check_rules(docs: &[Value], dir: &Path) -> PathBuf {

@@ -8,7 +8,6 @@ use crate::support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 use std::time::Duration;
 
 use chrono::{TimeZone, Utc};
@@ -17,43 +16,12 @@ use rollgate::engine::{AddressPolicy, Engine, EvalOptions};
 use rollgate::measurement::{Measurement, Phase};
 use rollgate::prometheus::{Backend, Client};
 use rollgate::spec::{Metric, Template};
-use serde::Deserialize;
 use serde_json::{json, Value};
 use support::prom::{shared, urlencode, PromServer};
+use support::rules_cli::{documents, promtool, root, rules};
 use support::scenarios::{Traffic, ABSENT_SERVICE, BAD, DOUBLE, HEALTHY, IDLE, LOWTRAFFIC, STALE};
 
-const BIN: &str = env!("CARGO_BIN_EXE_rollgate");
 const DIGEST: &str = "sha256:35c1e11408120e3942e771102f0172aee75829d3a87f9f5909d53b5f40bfc814";
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn rules(file: &Path, args: &[&str]) -> Output {
-    Command::new(BIN)
-        .arg("rules")
-        .arg("-f")
-        .arg(file)
-        .args(args)
-        .output()
-        .expect("run rollgate")
-}
-
-fn documents(out: &Output) -> Vec<Value> {
-    let text = String::from_utf8_lossy(&out.stdout);
-    serde_yaml_ng::Deserializer::from_str(&text)
-        .map(|d| Value::deserialize(d).unwrap())
-        .filter(|v| !v.is_null())
-        .collect()
-}
-
-fn promtool(args: &[&str], dir: &Path) -> Output {
-    Command::new(std::env::var("PROMTOOL").unwrap_or_else(|_| "promtool".into()))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("promtool (Debian's prometheus package)")
-}
 
 /// Writes the groups of every PrometheusRule as one rule file (annotations dropped when
 /// asked: `promtool test rules` compares them word for word) and runs `promtool check rules`.

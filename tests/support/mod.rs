@@ -11,6 +11,7 @@ pub mod gohost;
 pub mod inventories;
 pub mod procfs;
 pub mod prom;
+pub mod rules_cli;
 pub mod scenarios;
 pub mod stub;
 pub mod vm;
