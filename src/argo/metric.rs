@@ -4,11 +4,10 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::{ArgoMetric, IntOrString};
-use crate::spec::duration::parse_duration;
-use crate::spec::{argo_count, Metric, MetricSpec, SpecError};
+use crate::spec::{Metric, MetricSpec, SpecError};
 
 /// How many parsed metrics [`metric_from_argo`] keeps; past it the cache starts over.
 const METRIC_CACHE_SIZE: usize = 4096;
@@ -66,32 +65,31 @@ fn parse_argo_metric(metric: &ArgoMetric) -> Result<Metric, SpecError> {
         message: format!("not valid JSON: {e}"),
     })?;
     let spec = MetricSpec::from_value(&value, &format!("provider.plugin.{key}"))?;
-    let duration = |key: &str, text: &str| match text.trim() {
-        "" => Ok(None),
-        text => parse_duration(text)
-            .map(Some)
-            .map_err(|why| SpecError::Invalid {
-                path: key.into(),
-                expected: "a duration like 1m".into(),
-                got: why,
-            }),
-    };
-    let interval = duration("interval", &metric.interval)?;
-    let mut m = Metric::with_spec(
-        &metric.name,
-        spec,
-        &metric.success_condition,
-        &metric.failure_condition,
-        interval,
-    )?;
-    m.initial_delay = duration("initialDelay", &metric.initial_delay)?;
-    // The template reader's rule, on the same JSON form the controller decoded it from.
-    m.count = match &metric.count {
-        Some(IntOrString::Int(n)) => argo_count("count", &Value::from(*n))?,
-        Some(IntOrString::Str(s)) => argo_count("count", &Value::String(s.clone()))?,
+    Metric::from_plugin(&metric.name, &argo_fields(metric), spec)
+}
+
+/// The metric's Argo fields in their JSON form, for the reader templates use. Unset fields
+/// (Go's zero values on the wire) are left out. The run limits are not passed: the controller
+/// enforces them itself, reading them leniently (`IntValue()`), so the plugin must not refuse
+/// a metric over them.
+fn argo_fields(metric: &ArgoMetric) -> Value {
+    let mut fields = Map::new();
+    for (key, text) in [
+        ("interval", metric.interval.trim()),
+        ("initialDelay", metric.initial_delay.trim()),
+        ("successCondition", metric.success_condition.as_str()),
+        ("failureCondition", metric.failure_condition.as_str()),
+    ] {
+        if !text.is_empty() {
+            fields.insert(key.to_string(), Value::String(text.to_string()));
+        }
+    }
+    match &metric.count {
+        Some(IntOrString::Int(n)) => fields.insert("count".to_string(), Value::from(*n)),
+        Some(IntOrString::Str(s)) => fields.insert("count".to_string(), Value::String(s.clone())),
         None => None,
     };
-    Ok(m)
+    Value::Object(fields)
 }
 
 #[cfg(test)]
@@ -108,6 +106,78 @@ mod tests {
             plugin: BTreeMap::from([("rollgate/analysis".to_string(), spec.to_vec())]),
             ..ArgoMetric::default()
         }
+    }
+
+    /// Issue 14: the plugin surfaces and templates read Argo's fields by one rule, so the same
+    /// fields give the same metric (or the same error) on both.
+    #[test]
+    fn plugin_and_template_read_argo_fields_alike() {
+        let spec = r#"{"prometheus":{"address":"http://127.0.0.1:9"},"query":"vector(1)","noData":"error"}"#;
+        let cases: [(&str, &str, Option<IntOrString>, &str); 5] = [
+            ("90s", "5m", Some(IntOrString::Int(3)), "result[0] < 1"),
+            ("", "", Some(IntOrString::Str("4".into())), ""),
+            ("1m", "", None, "result[0] <"),
+            ("1m", "", None, " "),
+            ("soon", "", None, ""),
+        ];
+        for (interval, delay, count, success) in cases {
+            let argo = ArgoMetric {
+                interval: interval.into(),
+                initial_delay: delay.into(),
+                success_condition: success.into(),
+                ..with_count(count.clone())
+            };
+            let mut template = serde_json::json!({
+                "name": "m",
+                "provider": {"plugin": {"rollgate/analysis": serde_json::from_str::<Value>(spec).unwrap()}},
+            });
+            for (key, text) in [
+                ("interval", interval),
+                ("initialDelay", delay),
+                ("successCondition", success),
+            ] {
+                if !text.is_empty() {
+                    template[key] = Value::from(text);
+                }
+            }
+            match &count {
+                Some(IntOrString::Int(n)) => template["count"] = Value::from(*n),
+                Some(IntOrString::Str(s)) => template["count"] = Value::from(s.as_str()),
+                None => {}
+            }
+            let plugin = metric_from_argo(&argo);
+            let from_template = Metric::from_value(&template, "");
+            match (plugin, from_template) {
+                (Ok(p), Ok(t)) => {
+                    assert_eq!(p.interval, t.interval, "{interval}");
+                    assert_eq!(p.initial_delay, t.initial_delay, "{delay}");
+                    assert_eq!(p.count, t.count, "{count:?}");
+                    assert_eq!(p.success_condition.is_some(), t.success_condition.is_some());
+                    assert!(t.broken_condition.is_none() && p.broken_condition.is_none());
+                }
+                (Err(p), Err(t)) => assert_eq!(p.to_string(), t.to_string()),
+                // The one difference, on purpose: a template keeps a metric with a broken
+                // condition (that metric measures as Error, the others run, as in Argo); a call
+                // carrying the one metric is refused naming the condition.
+                (Err(p), Ok(t)) if t.broken_condition.is_some() => {
+                    let p = p.to_string();
+                    assert!(
+                        p.starts_with("successCondition: expected an expression"),
+                        "{p}"
+                    );
+                }
+                (p, t) => {
+                    panic!("the surfaces disagree on {interval:?}: plugin {p:?}, template {t:?}")
+                }
+            }
+        }
+        let bad = metric_from_argo(&ArgoMetric {
+            interval: "soon".into(),
+            ..with_count(None)
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(bad.starts_with("interval: "), "{bad}");
     }
 
     /// Issue 14: a count past int32 is refused, as Argo's decoding refuses it, instead of

@@ -65,7 +65,7 @@ pub(crate) fn completed_checks(count: i64, phases: impl IntoIterator<Item = Phas
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) enum IntOrString {
     /// A number (the wire holds an int32; wider callers may send more, judged by
-    /// [`crate::spec::argo_count`]).
+    /// the one rule of `count` in `crate::spec`).
     Int(i64),
     Str(String),
 }

@@ -183,7 +183,7 @@ pub(crate) fn argo_metric(
         interval: m.interval.clone(),
         initial_delay: m.initial_delay.clone(),
         // int64 on the wire, so that a count past Argo's int32 reaches the one rule
-        // (crate::spec::argo_count) instead of being truncated by the decoder.
+        // (the one rule of `count` in crate::spec) instead of being truncated by the decoder.
         count: m.count.map(IntOrString::Int),
         success_condition: m.success_condition.clone(),
         failure_condition: m.failure_condition.clone(),

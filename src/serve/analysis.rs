@@ -203,22 +203,25 @@ pub(crate) fn inline_metric(
             .or_insert_with(|| Value::String(name.to_string()));
         return Metric::from_value(&Value::Object(map), "spec");
     }
-    let success = take_condition(&mut map, "successCondition")?;
-    let failure = take_condition(&mut map, "failureCondition")?;
-    let spec = MetricSpec::from_value(&Value::Object(map), "spec")?;
-    Metric::with_spec(name, spec, &success, &failure, None)
-}
-
-fn take_condition(map: &mut Map<String, Value>, key: &str) -> Result<String, SpecError> {
-    match map.remove(key) {
-        None | Some(Value::Null) => Ok(String::new()),
-        Some(Value::String(s)) => Ok(s),
-        Some(other) => Err(crate::spec::reader::invalid(
-            &format!("spec.{key}"),
-            "a condition string such as \"result[0] < 0.01\"",
-            &other,
-        )),
+    // A bare rollgate spec may carry Argo's conditions beside its own keys.
+    let mut argo_fields = Map::new();
+    for key in ["successCondition", "failureCondition"] {
+        match map.remove(key) {
+            None | Some(Value::Null) => {}
+            Some(condition @ Value::String(_)) => {
+                argo_fields.insert(key.to_string(), condition);
+            }
+            Some(other) => {
+                return Err(crate::spec::reader::invalid(
+                    &format!("spec.{key}"),
+                    "a condition string such as \"result[0] < 0.01\"",
+                    &other,
+                ))
+            }
+        }
     }
+    let spec = MetricSpec::from_value(&Value::Object(map), "spec")?;
+    Metric::from_plugin(name, &Value::Object(argo_fields), spec)
 }
 
 fn refuse_unsupported<M: AsRef<Metric>>(

@@ -27,6 +27,5 @@ pub(crate) use metric::check_address;
 pub use metric::{Guard, MetricKind, MetricSpec, NoDataPolicy, OnInsufficient, QuerySpec};
 pub use promql::check_promql;
 pub(crate) use promql::parse_promql;
-pub(crate) use template::argo_count;
 pub use template::{Metric, Provider, RunLimits, Template};
 pub use yaml::parse_request_yaml;

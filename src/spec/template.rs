@@ -298,11 +298,32 @@ impl DeserializeYaml for Value {
     }
 }
 
-impl Metric {
-    /// A metric from its Argo JSON form (`{name, interval, successCondition, provider, ...}`).
-    pub fn from_value(value: &Value, path: &str) -> Result<Metric, SpecError> {
-        let mut m = ObjectReader::new(path, value)?;
-        let name = m.required_string("name", "the metric's name")?;
+/// Argo's fields of a metric that say when and how it is judged — everything but its name and
+/// provider — read by one rule for every surface (templates, the net/rpc plugin, gRPC).
+struct ArgoFields {
+    interval: Option<Duration>,
+    initial_delay: Option<Duration>,
+    count: Option<u32>,
+    success_condition: Option<Condition>,
+    failure_condition: Option<Condition>,
+    broken_condition: Option<ConditionFailure>,
+    limits: RunLimits,
+}
+
+/// What a condition that does not compile does to the metric that holds it.
+#[derive(Clone, Copy)]
+enum BrokenCondition {
+    /// Errors the metric's measurements, naming the condition; the template's other metrics
+    /// still run, as in Argo (its providers evaluate conditions per measurement).
+    ErrorsTheMetric,
+    /// Refuses the metric naming the key: a call that carries one metric (net/rpc plugin,
+    /// gRPC, an inline spec in serve) is itself the bad input.
+    RefusesTheCall,
+}
+
+impl ArgoFields {
+    /// Reads the fields from `m`, leaving the name, the provider and unknown keys to the caller.
+    fn read(m: &mut ObjectReader<'_>, broken: BrokenCondition) -> Result<ArgoFields, SpecError> {
         let interval = m.duration("interval")?;
         let initial_delay = m.duration("initialDelay")?;
         let count_path = m.path_of("count");
@@ -310,27 +331,69 @@ impl Metric {
             Some(v) => argo_count(&count_path, v)?,
             None => None,
         };
+        // Only the empty string is "no condition": Argo v1.9.1 compiles a whitespace-only
+        // condition, and expr rejects it.
         let mut broken_condition = None;
         let mut condition = |m: &mut ObjectReader<'_>, which: Which| -> Result<_, SpecError> {
-            Ok(match m.string(which.field_name())? {
-                Some(src) if !src.is_empty() => match Condition::compile(&src) {
-                    Ok(c) => Some(c),
-                    Err(e) => {
+            let key = which.field_name();
+            Ok(match m.string(key)? {
+                Some(src) if !src.is_empty() => match (Condition::compile(&src), broken) {
+                    (Ok(c), _) => Some(c),
+                    (Err(e), BrokenCondition::ErrorsTheMetric) => {
                         broken_condition.get_or_insert(ConditionFailure::compile(which, &src, e));
                         None
+                    }
+                    (Err(e), BrokenCondition::RefusesTheCall) => {
+                        return Err(SpecError::Invalid {
+                            path: m.path_of(key),
+                            expected: "an expression in Argo's condition language".into(),
+                            got: format!("{:?} ({e})", super::error::shorten(&src)),
+                        })
                     }
                 },
                 _ => None,
             })
         };
-        let success_condition = condition(&mut m, Which::Success)?;
-        let failure_condition = condition(&mut m, Which::Failure)?;
+        let success_condition = condition(m, Which::Success)?;
+        let failure_condition = condition(m, Which::Failure)?;
         let limits = RunLimits {
-            failure_limit: int_or_string(&mut m, "failureLimit")?,
-            inconclusive_limit: int_or_string(&mut m, "inconclusiveLimit")?,
-            consecutive_error_limit: int_or_string(&mut m, "consecutiveErrorLimit")?,
-            consecutive_success_limit: int_or_string(&mut m, "consecutiveSuccessLimit")?,
+            failure_limit: int_or_string(m, "failureLimit")?,
+            inconclusive_limit: int_or_string(m, "inconclusiveLimit")?,
+            consecutive_error_limit: int_or_string(m, "consecutiveErrorLimit")?,
+            consecutive_success_limit: int_or_string(m, "consecutiveSuccessLimit")?,
         };
+        Ok(ArgoFields {
+            interval,
+            initial_delay,
+            count,
+            success_condition,
+            failure_condition,
+            broken_condition,
+            limits,
+        })
+    }
+
+    fn into_metric(self, name: String, provider: Provider) -> Metric {
+        Metric {
+            name,
+            interval: self.interval,
+            initial_delay: self.initial_delay,
+            count: self.count,
+            success_condition: self.success_condition,
+            failure_condition: self.failure_condition,
+            broken_condition: self.broken_condition,
+            limits: self.limits,
+            provider,
+        }
+    }
+}
+
+impl Metric {
+    /// A metric from its Argo JSON form (`{name, interval, successCondition, provider, ...}`).
+    pub fn from_value(value: &Value, path: &str) -> Result<Metric, SpecError> {
+        let mut m = ObjectReader::new(path, value)?;
+        let name = m.required_string("name", "the metric's name")?;
+        let fields = ArgoFields::read(&mut m, BrokenCondition::ErrorsTheMetric)?;
         let provider_path = m.path_of("provider");
         let provider_value = m.get("provider").ok_or_else(|| SpecError::Missing {
             path: provider_path.clone(),
@@ -342,17 +405,22 @@ impl Metric {
             m.get(key);
         }
         m.finish()?;
-        Ok(Metric {
-            name,
-            interval,
-            initial_delay,
-            count,
-            success_condition,
-            failure_condition,
-            broken_condition,
-            limits,
-            provider,
-        })
+        Ok(fields.into_metric(name, provider))
+    }
+
+    /// A metric as the plugin surfaces receive it: Argo's fields in their JSON form (`{interval,
+    /// count, successCondition, ...}`, no name or provider) read by the same rule as a template's,
+    /// and the rollgate spec of its `provider.plugin` entry. The call carries this one metric,
+    /// so a condition that does not compile refuses it (naming the key).
+    pub(crate) fn from_plugin(
+        name: &str,
+        argo_fields: &Value,
+        spec: MetricSpec,
+    ) -> Result<Metric, SpecError> {
+        let mut m = ObjectReader::new("", argo_fields)?;
+        let fields = ArgoFields::read(&mut m, BrokenCondition::RefusesTheCall)?;
+        m.finish()?;
+        Ok(fields.into_metric(name.to_string(), Provider::Rollgate(spec)))
     }
 
     /// Argo's phase for `result` under this metric's conditions (both absent: Successful).
@@ -381,42 +449,6 @@ impl Metric {
             None
         }
     }
-
-    /// A metric as the plugin surfaces build it: rollgate spec plus Argo's conditions.
-    pub fn with_spec(
-        name: &str,
-        spec: MetricSpec,
-        success: &str,
-        failure: &str,
-        interval: Option<Duration>,
-    ) -> Result<Metric, SpecError> {
-        Ok(Metric {
-            name: name.to_string(),
-            interval,
-            initial_delay: None,
-            count: None,
-            success_condition: compile_condition("successCondition", success)?,
-            failure_condition: compile_condition("failureCondition", failure)?,
-            broken_condition: None,
-            limits: RunLimits::default(),
-            provider: Provider::Rollgate(spec),
-        })
-    }
-}
-
-/// Compiles a condition; an empty one means "not given", as in Argo. Only the empty string
-/// is: Argo v1.9.1 compiles a whitespace-only condition, and expr rejects it.
-pub(crate) fn compile_condition(path: &str, source: &str) -> Result<Option<Condition>, SpecError> {
-    if source.is_empty() {
-        return Ok(None);
-    }
-    Condition::compile(source)
-        .map(Some)
-        .map_err(|e| SpecError::Invalid {
-            path: path.to_string(),
-            expected: "an expression in Argo's condition language".into(),
-            got: format!("{:?} ({e})", super::error::shorten(source)),
-        })
 }
 
 /// The largest `count` Argo can hold: `Metric.Count` is a `*intstr.IntOrString`, whose number
@@ -429,7 +461,7 @@ pub(crate) const MAX_ARGO_COUNT: i64 = i32::MAX as i64;
 /// number, or a string holding one (what `{{args.count}}` leaves), from 0 to 2147483647.
 /// Anything else is refused naming `path`, never wrapped or clamped: Argo would decode a larger
 /// number as an error or truncate it (4294967297 runs once), and a negative count is no count.
-pub(crate) fn argo_count(path: &str, value: &Value) -> Result<Option<u32>, SpecError> {
+fn argo_count(path: &str, value: &Value) -> Result<Option<u32>, SpecError> {
     const EXPECTED: &str = "a whole number from 0 to 2147483647 (Argo's int32 count)";
     let n = match value {
         Value::Number(n) => n.as_i64(),
