@@ -120,7 +120,9 @@ fn row_with(design: Design, name: &str) -> SimulationRow {
 /// favourable healthy canary uses most of the 5 % budget, never more, and the 1 % -> 2 %
 /// regression at 2,000 requests per side is caught about as often as by one final check.
 /// Release figures (10,000 rollouts, docs/statistics.md): 4.30 % at the tolerance, 52.3 %
-/// for 1 % -> 2 % (34.6 % with the union bound), 93.5 % at 6,000 per side (84.9 %).
+/// for 1 % -> 2 % (34.6 % with the union bound), 93.5 % at 6,000 per side (84.9 %), against
+/// 94.8 % for the whole budget spent at one final check at 6,000 per side: the ceiling of any
+/// spending over the ten checks, which is why 95 % is out of reach at that traffic.
 #[test]
 fn group_sequential_boundaries_use_the_budget_and_keep_it() {
     let gs = |name| row_with(Design::GroupSequential, name);
@@ -142,7 +144,12 @@ fn group_sequential_boundaries_use_the_budget_and_keep_it() {
     assert!(g.failed_rate > u.failed_rate + 0.1, "{g:?} vs {u:?}");
     if !cfg!(debug_assertions) {
         assert!(g.failed_rate >= 0.5, "{g:?}");
-        assert!(gs("2x: 1 % -> 2 %, 6,000/side").failed_rate >= 0.9);
+        let ten = gs("2x: 1 % -> 2 %, 6,000/side").failed_rate;
+        let ceiling = gs("2x: 1 % -> 2 %, one final check at 6,000/side").failed_rate;
+        assert!(ten >= 0.9, "{ten}");
+        // Ten looks cost little against the ceiling, and never beat it (they would only if
+        // the levels spent more than the budget).
+        assert!(ten < ceiling && ceiling - ten <= 0.02, "{ten} vs {ceiling}");
     }
     assert_eq!(gs("low traffic, 2x: 5 % -> 10 %").failed, 0);
 }
