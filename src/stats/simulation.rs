@@ -369,6 +369,21 @@ pub fn latency_scenarios(correct: bool) -> Vec<LatencyScenario> {
         ar("+50 %, AR(1) rho 0.8", 0.5, 0.8),
         overlapping("healthy, rate[1m] at 15 s step", 0.0),
         overlapping("+50 %, rate[1m] at 15 s step", 0.5),
+        // Weak correlation, which the test for serial correlation may miss (the correction
+        // then does not apply): the least favourable healthy canaries, at the tolerance.
+        ar("+10 % (at tolerance), AR(1) rho 0.1", 0.1, 0.1),
+        ar("+10 % (at tolerance), AR(1) rho 0.2", 0.1, 0.2),
+        ar("+10 % (at tolerance), AR(1) rho 0.3", 0.1, 0.3),
+        ar("+10 % (at tolerance), AR(1) rho 0.5", 0.1, 0.5),
+        LatencyScenario {
+            rho: 0.2,
+            ..iid("+10 % (at tolerance), rho 0.2, 5 new per check", 0.1)
+        },
+        LatencyScenario {
+            rho: 0.3,
+            ..iid("+10 % (at tolerance), rho 0.3, 5 new per check", 0.1)
+        },
+        overlapping("+10 % (at tolerance), rate[1m] at 15 s step", 0.1),
     ]
 }
 
