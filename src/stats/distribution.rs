@@ -171,9 +171,16 @@ pub struct AutocorrelationSummary {
     pub canary_factor: f64,
     /// Long-run variance factor of the stable series.
     pub stable_factor: f64,
-    /// The factor applied to the variance of `U`.
+    /// The factor applied to the variance of `U` (1 when correlation was not evident).
     pub variance_inflation: f64,
-    /// Samples per side divided by their factor: what the series are worth as independent draws.
+    /// The two sides' pooled, standardised rank von Neumann ratio (Bartels' test; negative
+    /// for positive serial correlation); `None` on series too short to test.
+    pub serial_z: Option<f64>,
+    /// Whether that test rejected independence (one-sided, at 25 %), so that the factors were
+    /// applied.
+    pub corrected: bool,
+    /// Samples per side divided by the factor applied: what the series are worth as
+    /// independent draws.
     pub effective_samples: [f64; 2],
     /// The Mann-Whitney p-value as if the samples were independent.
     pub independent_p_value: f64,
@@ -247,19 +254,24 @@ pub fn compare_distributions(
                 .filter(|x| !x.is_nan())
                 .collect::<Vec<_>>()
         };
-        let (f, fc, fs) = u_variance_inflation(&clean(canary), &clean(stable));
-        let sd = f.sqrt();
-        hl_level = 1.0 - 2.0 * sf(isf((1.0 - level) / 2.0) * sd);
+        let inflation = u_variance_inflation(&clean(canary), &clean(stable));
         let independent_p = mw.p_value;
-        mw.p_value = match alternative {
-            Alternative::TwoSided => (2.0 * sf(isf(independent_p / 2.0) / sd)).min(1.0),
-            _ => sf(isf(independent_p) / sd),
-        };
+        if inflation.evident {
+            let sd = inflation.factor.sqrt();
+            hl_level = 1.0 - 2.0 * sf(isf((1.0 - level) / 2.0) * sd);
+            mw.p_value = match alternative {
+                Alternative::TwoSided => (2.0 * sf(isf(independent_p / 2.0) / sd)).min(1.0),
+                _ => sf(isf(independent_p) / sd),
+            };
+        }
+        let worth = |count: usize, f: f64| count as f64 / if inflation.evident { f } else { 1.0 };
         outcome.autocorrelation = Some(AutocorrelationSummary {
-            canary_factor: fc,
-            stable_factor: fs,
-            variance_inflation: f,
-            effective_samples: [cs.len() as f64 / fc, ss.len() as f64 / fs],
+            canary_factor: inflation.fx,
+            stable_factor: inflation.fy,
+            variance_inflation: inflation.factor,
+            serial_z: inflation.serial_z,
+            corrected: inflation.evident,
+            effective_samples: [worth(cs.len(), inflation.fx), worth(ss.len(), inflation.fy)],
             independent_p_value: independent_p,
             independent_level: hl_level,
         });

@@ -278,7 +278,8 @@ pub fn standard_scenarios() -> Vec<Scenario> {
 }
 
 /// [`standard_scenarios`] with the budget spent by `design`, plus the rows of issue 13: 1 % ->
-/// 2 % at 6,000 requests per side, and one final check at 2,000 per side.
+/// 2 % at 6,000 requests per side, and one final check at 2,000 and at 6,000 per side (what
+/// the whole budget spent at once reaches: the ceiling of any spending over the checks).
 pub fn standard_scenarios_with(design: Design) -> Vec<Scenario> {
     let mut opts = RatioOptions::new(0.2, 0.001, 0.95);
     opts.min_requests = 500;
@@ -304,6 +305,15 @@ pub fn standard_scenarios_with(design: Design) -> Vec<Scenario> {
     open.plan_known = false;
     let mut final_check = make("2x: 1 % -> 2 %, one final check", 0.01, 0.02, 2_000, opts);
     final_check.checks = 1;
+    // The ceiling of any spending over ten checks: the whole budget at one final check.
+    let mut final_6000 = make(
+        "2x: 1 % -> 2 %, one final check at 6,000/side",
+        0.01,
+        0.02,
+        6_000,
+        opts,
+    );
+    final_6000.checks = 1;
     vec![
         make("healthy 1 %", 0.01, 0.01, 1_000, opts),
         make("healthy 0.1 %", 0.001, 0.001, 1_000, opts),
@@ -316,6 +326,7 @@ pub fn standard_scenarios_with(design: Design) -> Vec<Scenario> {
         make("low traffic, 2x: 5 % -> 10 %", 0.05, 0.10, 30, opts),
         make("2x: 1 % -> 2 %, 6,000/side", 0.01, 0.02, 600, opts),
         final_check,
+        final_6000,
     ]
 }
 
@@ -358,6 +369,21 @@ pub fn latency_scenarios(correct: bool) -> Vec<LatencyScenario> {
         ar("+50 %, AR(1) rho 0.8", 0.5, 0.8),
         overlapping("healthy, rate[1m] at 15 s step", 0.0),
         overlapping("+50 %, rate[1m] at 15 s step", 0.5),
+        // Weak correlation, which the test for serial correlation may miss (the correction
+        // then does not apply): the least favourable healthy canaries, at the tolerance.
+        ar("+10 % (at tolerance), AR(1) rho 0.1", 0.1, 0.1),
+        ar("+10 % (at tolerance), AR(1) rho 0.2", 0.1, 0.2),
+        ar("+10 % (at tolerance), AR(1) rho 0.3", 0.1, 0.3),
+        ar("+10 % (at tolerance), AR(1) rho 0.5", 0.1, 0.5),
+        LatencyScenario {
+            rho: 0.2,
+            ..iid("+10 % (at tolerance), rho 0.2, 5 new per check", 0.1)
+        },
+        LatencyScenario {
+            rho: 0.3,
+            ..iid("+10 % (at tolerance), rho 0.3, 5 new per check", 0.1)
+        },
+        overlapping("+10 % (at tolerance), rate[1m] at 15 s step", 0.1),
     ]
 }
 

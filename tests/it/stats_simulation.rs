@@ -95,15 +95,52 @@ fn autocorrelated_series_keep_the_level_with_the_correction() {
         "healthy, AR(1) rho 0.9",
         "+10 % (at tolerance), AR(1) rho 0.8",
         "healthy, rate[1m] at 15 s step",
+        "+10 % (at tolerance), rate[1m] at 15 s step",
+        // Weak correlation, which the test for serial correlation can miss.
+        "+10 % (at tolerance), AR(1) rho 0.1",
+        "+10 % (at tolerance), AR(1) rho 0.2",
+        "+10 % (at tolerance), AR(1) rho 0.3",
+        "+10 % (at tolerance), AR(1) rho 0.5",
+        "+10 % (at tolerance), rho 0.2, 5 new per check",
+        "+10 % (at tolerance), rho 0.3, 5 new per check",
     ] {
         let r = latency_row(true, name);
         assert!(r.failed_rate <= 0.05, "{name}: {r:?}");
     }
+    // Without the correction the weakly correlated sliding layout breaks the level: these
+    // rows test something.
+    let weak = latency_row(false, "+10 % (at tolerance), rho 0.3, 5 new per check");
+    assert!(weak.failed_rate > 0.08, "{weak:?}");
     // The correction costs power (docs/statistics.md), but a real shift is still seen.
     let shifted = latency_row(true, "+50 %, rate[1m] at 15 s step");
     assert!(shifted.failed_rate >= 0.15, "{shifted:?}");
     let doubled = latency_row(true, "latency x2");
     assert!(doubled.failed_rate >= 0.95, "{doubled:?}");
+}
+
+/// The correction applies only where a test finds serial correlation, so on independent
+/// samples it costs little power: a +50 % shift is caught nearly as often as without it
+/// (docs/statistics.md, seeds of the example: 70.2 % against 74.5 %; the correction applied
+/// at every check caught 64.0 %).
+#[test]
+fn the_correction_costs_little_power_on_independent_samples() {
+    let with = latency_row(true, "latency +50 %");
+    let without = latency_row(false, "latency +50 %");
+    assert!(
+        with.failed_rate >= without.failed_rate - 0.05,
+        "{with:?} vs {without:?}"
+    );
+    if !cfg!(debug_assertions) {
+        // The documented row itself: the example's seed, 10,000 rollouts.
+        let scenarios = latency_scenarios(true);
+        let (i, scenario) = scenarios
+            .iter()
+            .enumerate()
+            .find(|(_, s)| s.name == "latency +50 %")
+            .unwrap();
+        let r = simulate_latency(scenario, 10_000, 20_240_601 + 100 + i as u64).unwrap();
+        assert!(r.failed_rate >= 0.70, "{r:?}");
+    }
 }
 
 fn row_with(design: Design, name: &str) -> SimulationRow {
@@ -120,7 +157,9 @@ fn row_with(design: Design, name: &str) -> SimulationRow {
 /// favourable healthy canary uses most of the 5 % budget, never more, and the 1 % -> 2 %
 /// regression at 2,000 requests per side is caught about as often as by one final check.
 /// Release figures (10,000 rollouts, docs/statistics.md): 4.30 % at the tolerance, 52.3 %
-/// for 1 % -> 2 % (34.6 % with the union bound), 93.5 % at 6,000 per side (84.9 %).
+/// for 1 % -> 2 % (34.6 % with the union bound), 93.5 % at 6,000 per side (84.9 %), against
+/// 94.8 % for the whole budget spent at one final check at 6,000 per side: the ceiling of any
+/// spending over the ten checks, which is why 95 % is out of reach at that traffic.
 #[test]
 fn group_sequential_boundaries_use_the_budget_and_keep_it() {
     let gs = |name| row_with(Design::GroupSequential, name);
@@ -142,7 +181,12 @@ fn group_sequential_boundaries_use_the_budget_and_keep_it() {
     assert!(g.failed_rate > u.failed_rate + 0.1, "{g:?} vs {u:?}");
     if !cfg!(debug_assertions) {
         assert!(g.failed_rate >= 0.5, "{g:?}");
-        assert!(gs("2x: 1 % -> 2 %, 6,000/side").failed_rate >= 0.9);
+        let ten = gs("2x: 1 % -> 2 %, 6,000/side").failed_rate;
+        let ceiling = gs("2x: 1 % -> 2 %, one final check at 6,000/side").failed_rate;
+        assert!(ten >= 0.9, "{ten}");
+        // Ten looks cost little against the ceiling, and never beat it (they would only if
+        // the levels spent more than the budget).
+        assert!(ten < ceiling && ceiling - ten <= 0.02, "{ten} vs {ceiling}");
     }
     assert_eq!(gs("low traffic, 2x: 5 % -> 10 %").failed, 0);
 }
