@@ -108,6 +108,11 @@ fn main() {
     let ignore_terminal = env_usize("FLEET_IGNORE_TERMINAL", 1) == 1;
     let cohort_count = env_usize("FLEET_COHORTS", 20);
     let hold_for = std::env::var("FLEET_HOLD_FOR").unwrap_or_else(|_| "10m".into());
+    if let Ok(h) = rollgate::spec::duration::parse_duration(&hold_for) {
+        // The held window must lie over data: otherwise every cluster reads as not held and
+        // the window's subqueries run over nothing, which is neither realistic nor as costly.
+        params.from = params.from.min(-(h.as_secs() as i64) - params.step);
+    }
     let base = base_now();
     let started = Instant::now();
     let text = fleet_dataset(&params, base);
