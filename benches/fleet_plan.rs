@@ -82,7 +82,11 @@ fn answers(n: usize) -> Answers {
         } else {
             versions.push(pod(NEW, 30));
         }
-        let held = if i % 53 == 7 { HELD_STEPS / 2 } else { HELD_STEPS };
+        let held = if i % 53 == 7 {
+            HELD_STEPS / 2
+        } else {
+            HELD_STEPS
+        };
         steps.push(sample(format!(r#""cluster":"{c}""#), held.to_string()));
         if held < HELD_STEPS || i % 97 == 13 {
             bad.push(sample(
@@ -164,11 +168,7 @@ fn main() {
         .zip(&stubs)
         .map(|(n, s)| metric(*n, &s.url))
         .collect();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let runtime = support::runtime();
     let engine = Engine::new(Backend::Live(Client::new()), AddressPolicy::default());
     let at = Utc.timestamp_opt(SAMPLE_TIME, 0).single().expect("time");
     runtime.block_on(async {
@@ -179,8 +179,8 @@ fn main() {
         let mut times = vec![Vec::new(), Vec::new()];
         for (n, m) in sizes.iter().zip(&metrics) {
             let plan = engine.fleet_plan(m, &opts()).await.expect("plan");
-            let listed: usize = plan.cohorts.iter().map(|c| c.targets.len()).sum::<usize>()
-                + plan.unselected.len();
+            let listed: usize =
+                plan.cohorts.iter().map(|c| c.targets.len()).sum::<usize>() + plan.unselected.len();
             assert_eq!(listed, *n, "every target is in the plan");
             assert_eq!(plan.verdict, "Failed", "{}", plan.message);
         }

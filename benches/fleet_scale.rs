@@ -7,7 +7,8 @@
 //! `cargo bench --bench fleet_scale` (FLEET_CLUSTERS=2000 for a quicker run; FLEET_ROUNDS=N;
 //! FLEET_PHASES=1 also loads `kube_pod_status_phase` for every pod, five series each as
 //! kube-state-metrics writes them, so the cost of `ignoreTerminalPods`' join shows;
-//! FLEET_IGNORE_TERMINAL=0 measures with `ignoreTerminalPods: false`). Fleet promotion (issue
+//! FLEET_IGNORE_TERMINAL=0 measures with `ignoreTerminalPods: false`; FLEET_PER_QUERY=1 first
+//! times each query alone). Fleet promotion (issue
 //! 16): the clusters are split into FLEET_COHORTS cohorts (default 20; 0 for none) and judged
 //! with `holdFor` FLEET_HOLD_FOR (default 10m; empty for none); the plain side sends the held
 //! queries too.
@@ -164,11 +165,7 @@ fn main() {
     )
     .expect("metric");
     let at = Utc.timestamp_opt(base, 0).single().expect("base time");
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let runtime = support::runtime();
     let engine = Engine::new(Backend::Live(Client::new()), AddressPolicy::default());
     let plain = reqwest::Client::new();
     let url = format!("{}/api/v1/query", prom.url);
@@ -196,17 +193,22 @@ fn main() {
             .map(|(_, q)| q.clone())
             .collect();
         let last_seen = first.metadata.get("query.lastSeen").cloned();
+        let send = |q: String| {
+            let req = plain
+                .post(&url)
+                .form(&[("query", q.as_str()), ("time", time.as_str()), ("partial_response", "false")]);
+            async move {
+                let body = req.send().await.expect("send").bytes().await.expect("body");
+                assert!(
+                    body.starts_with(b"{\"status\":\"success\""),
+                    "{}: {}",
+                    q.chars().take(80).collect::<String>(),
+                    String::from_utf8_lossy(&body[..body.len().min(300)])
+                );
+                body.len()
+            }
+        };
         let plain_round = || async {
-            let send = |q: String| {
-                let req = plain
-                    .post(&url)
-                    .form(&[("query", q.as_str()), ("time", time.as_str()), ("partial_response", "false")]);
-                async move {
-                    let body = req.send().await.expect("send").bytes().await.expect("body");
-                    assert!(body.starts_with(b"{\"status\":\"success\""));
-                    body.len()
-                }
-            };
             let mut bytes: usize = join_all(round_one.iter().cloned().map(send)).await.into_iter().sum();
             if let Some(q) = &last_seen {
                 bytes += send(q.clone()).await;
@@ -214,6 +216,15 @@ fn main() {
             bytes
         };
         let bytes = plain_round().await;
+        if std::env::var("FLEET_PER_QUERY").is_ok_and(|v| v == "1") {
+            // Where Prometheus spends the time: each query alone, one after the other.
+            for q in round_one.iter().chain(&last_seen) {
+                let t = Instant::now();
+                let n = send(q.clone()).await;
+                let head: String = q.chars().take(90).collect();
+                println!("  alone {:>8.2?} {n:>7} B  {head}", t.elapsed());
+            }
+        }
 
         let mut engine_times = Vec::new();
         let mut plain_times = Vec::new();

@@ -546,3 +546,105 @@ tests:
     let mut docs = documents(&out);
     test_rules(&mut docs, dir.path(), &test);
 }
+
+const HELD_TEMPLATE: &str = r#"
+apiVersion: argoproj.io/v1alpha1
+kind: AnalysisTemplate
+metadata: {name: edge}
+spec:
+  metrics:
+    - name: held
+      provider:
+        plugin:
+          rollgate/analysis:
+            fleet:
+              selector: kube_pod_container_info{namespace="ns", container="agent"}
+              version: {expected: "NEW"}
+              expectedTargets: [a, b, c]
+              workloads: true
+              holdFor: 30m
+              completion: [{share: 1.0, within: 1h}]
+              startedAt: "1970-01-01T00:00:00Z"
+            noData: fail
+    - name: now
+      provider:
+        plugin:
+          rollgate/analysis:
+            fleet:
+              selector: kube_pod_container_info{namespace="ns", container="agent"}
+              version: {expected: "NEW"}
+              expectedTargets: [a, b, c]
+              workloads: true
+              completion: [{share: 1.0, within: 1h}]
+              startedAt: "1970-01-01T00:00:00Z"
+            noData: fail
+"#;
+
+/// The tier alert counts a target done as the gate does: with `holdFor` only when current for
+/// the whole window, and never while a workload is stalled. a is on the new version
+/// throughout; b replaces its old pod at 70m (the old one stays visible for the 5m lookback);
+/// c runs the new version with its DaemonSet not updated until 90m. The tier (100 % within
+/// 1h) is due from 60m. `held` (holdFor 30m): at 80m neither b nor c is done; at 110m b has
+/// been current since 75m, held, but c only since 90m; at 125m both are held. `now`: at 80m
+/// b is done (its old pod is gone from the lookback) and c is stalled; at 100m both are done.
+#[test]
+fn tier_alerts_count_a_target_done_only_when_held_and_not_stalled() {
+    let pod = |cluster: &str, pod: &str, digest: &str, values: &str| {
+        format!(
+            "      - series: 'kube_pod_container_info{{cluster=\"{cluster}\",namespace=\"ns\",container=\"agent\",pod=\"{pod}\",image_id=\"repo/agent@{digest}\"}}'\n        values: '{values}'\n"
+        )
+    };
+    let ds = |metric: &str, values: &str| {
+        format!(
+            "      - series: '{metric}{{cluster=\"c\",namespace=\"ns\",daemonset=\"agent\"}}'\n        values: '{values}'\n"
+        )
+    };
+    let mut series = pod("a", "a-1", NEW, "1x180");
+    series += &pod("b", "b-1", OLD, "1x69");
+    series += &pod("b", "b-2", NEW, "_x69 1x110");
+    series += &pod("c", "c-1", NEW, "1x180");
+    series += &ds("kube_daemonset_status_desired_number_scheduled", "3x180");
+    series += &ds(
+        "kube_daemonset_status_updated_number_scheduled",
+        "1x89 3x90",
+    );
+    series += &ds("kube_daemonset_status_number_ready", "3x180");
+    // Both metrics' alerts share the name: each time lists every one expected to fire.
+    let mut cases = String::new();
+    for (at, firing) in [
+        ("50m", &[][..]),
+        ("80m", &["held", "now"][..]),
+        ("100m", &["held"][..]),
+        ("110m", &["held"][..]),
+        ("125m", &[][..]),
+    ] {
+        let alerts: String = firing
+            .iter()
+            .map(|metric| format!("\n          - exp_labels:\n                severity: critical\n                rollgate_template: edge\n                rollgate_metric: {metric}"))
+            .collect();
+        let alerts = if alerts.is_empty() {
+            " []".to_string()
+        } else {
+            alerts
+        };
+        cases += &format!(
+            "      - eval_time: {at}\n        alertname: RollgateFleetCompletionTier1\n        exp_alerts:{alerts}\n"
+        );
+    }
+    let test = format!(
+        "rule_files: [rules.yaml]\nevaluation_interval: 1m\ntests:\n  - interval: 1m\n    input_series:\n{series}    alert_rule_test:\n{cases}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let template = dir.path().join("template.yaml");
+    std::fs::write(&template, HELD_TEMPLATE.replace("NEW", NEW)).unwrap();
+    let out = rules(&template, &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut docs = documents(&out);
+    assert_eq!(docs.len(), 2);
+    test_rules(&mut docs, dir.path(), &test);
+}
