@@ -204,18 +204,24 @@ tests:
 #[test]
 fn the_alerts_fire_as_the_gate_decides() {
     let dir = tempfile::tempdir().unwrap();
-    let template = dir.path().join("template.yaml");
-    std::fs::write(&template, TEMPLATE.replace("NEW", NEW)).unwrap();
-    let out = rules(&template, &[]);
+    let mut docs = rules_of(&TEMPLATE.replace("NEW", NEW), dir.path());
+    check_rules(&docs, dir.path());
+    test_rules(&mut docs, dir.path(), &test_file());
+}
+
+/// The PrometheusRule documents `rollgate rules` prints for template text `template` (written
+/// to `dir`), which must succeed.
+fn rules_of(template: &str, dir: &Path) -> Vec<Value> {
+    let path = dir.join("template.yaml");
+    std::fs::write(&path, template).unwrap();
+    let out = rules(&path, &[]);
     assert_eq!(
         out.status.code(),
         Some(0),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let mut docs = documents(&out);
-    check_rules(&docs, dir.path());
-    test_rules(&mut docs, dir.path(), &test_file());
+    documents(&out)
 }
 
 /// Runs `promtool test rules` with `test` on the rules of `docs`. Alert tests compare
@@ -366,16 +372,7 @@ spec:
 #[test]
 fn the_old_version_alert_needs_every_version_label() {
     let dir = tempfile::tempdir().unwrap();
-    let template = dir.path().join("template.yaml");
-    std::fs::write(&template, FLUX_TEMPLATE).unwrap();
-    let out = rules(&template, &[]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let mut docs = documents(&out);
+    let mut docs = rules_of(FLUX_TEMPLATE, dir.path());
     let series = |cluster: &str, revision: &str, ready: &str| {
         format!(
             "      - series: 'gotk_resource_info{{cluster=\"{cluster}\",customresource_kind=\"Kustomization\",name=\"apps\",revision=\"{revision}\",ready=\"{ready}\"}}'\n        values: '1x120'\n"
@@ -534,51 +531,35 @@ tests:
 "#
     );
     let dir = tempfile::tempdir().unwrap();
-    let template = dir.path().join("template.yaml");
-    std::fs::write(&template, PROMOTION_TEMPLATE).unwrap();
-    let out = rules(&template, &[]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let mut docs = documents(&out);
+    let mut docs = rules_of(PROMOTION_TEMPLATE, dir.path());
     test_rules(&mut docs, dir.path(), &test);
 }
 
-const HELD_TEMPLATE: &str = r#"
-apiVersion: argoproj.io/v1alpha1
-kind: AnalysisTemplate
-metadata: {name: edge}
-spec:
-  metrics:
-    - name: held
+/// Two metrics on one fleet: `held` with `holdFor: 30m`, `now` without.
+fn held_template() -> String {
+    let metric = |name: &str, hold: &str| {
+        format!(
+            r#"    - name: {name}
       provider:
         plugin:
           rollgate/analysis:
             fleet:
-              selector: kube_pod_container_info{namespace="ns", container="agent"}
-              version: {expected: "NEW"}
+              selector: kube_pod_container_info{{namespace="ns", container="agent"}}
+              version: {{expected: "{NEW}"}}
               expectedTargets: [a, b, c]
               workloads: true
-              holdFor: 30m
-              completion: [{share: 1.0, within: 1h}]
-              startedAt: "1970-01-01T00:00:00Z"
+              completion: [{{share: 1.0, within: 1h}}]
+              startedAt: "1970-01-01T00:00:00Z"{hold}
             noData: fail
-    - name: now
-      provider:
-        plugin:
-          rollgate/analysis:
-            fleet:
-              selector: kube_pod_container_info{namespace="ns", container="agent"}
-              version: {expected: "NEW"}
-              expectedTargets: [a, b, c]
-              workloads: true
-              completion: [{share: 1.0, within: 1h}]
-              startedAt: "1970-01-01T00:00:00Z"
-            noData: fail
-"#;
+"#
+        )
+    };
+    format!(
+        "apiVersion: argoproj.io/v1alpha1\nkind: AnalysisTemplate\nmetadata: {{name: edge}}\nspec:\n  metrics:\n{}{}",
+        metric("held", "\n              holdFor: 30m"),
+        metric("now", "")
+    )
+}
 
 /// The tier alert counts a target done as the gate does: with `holdFor` only when current for
 /// the whole window, and never while a workload is stalled. a is on the new version
@@ -635,16 +616,7 @@ fn tier_alerts_count_a_target_done_only_when_held_and_not_stalled() {
         "rule_files: [rules.yaml]\nevaluation_interval: 1m\ntests:\n  - interval: 1m\n    input_series:\n{series}    alert_rule_test:\n{cases}"
     );
     let dir = tempfile::tempdir().unwrap();
-    let template = dir.path().join("template.yaml");
-    std::fs::write(&template, HELD_TEMPLATE.replace("NEW", NEW)).unwrap();
-    let out = rules(&template, &[]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let mut docs = documents(&out);
+    let mut docs = rules_of(&held_template(), dir.path());
     assert_eq!(docs.len(), 2);
     test_rules(&mut docs, dir.path(), &test);
 }
