@@ -15,6 +15,9 @@
     clippy::expect_used,
     clippy::panic,
     clippy::cast_precision_loss,
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss,
     unreachable_pub
 )]
 
@@ -176,7 +179,7 @@ fn main() {
             at: Some(at),
             ..EvalOptions::with_budget(Duration::from_secs(600))
         };
-        let mut times = vec![Vec::new(), Vec::new()];
+        let mut times = [Vec::new(), Vec::new()];
         for (n, m) in sizes.iter().zip(&metrics) {
             let plan = engine.fleet_plan(m, &opts()).await.expect("plan");
             let listed: usize =
