@@ -204,18 +204,24 @@ tests:
 #[test]
 fn the_alerts_fire_as_the_gate_decides() {
     let dir = tempfile::tempdir().unwrap();
-    let template = dir.path().join("template.yaml");
-    std::fs::write(&template, TEMPLATE.replace("NEW", NEW)).unwrap();
-    let out = rules(&template, &[]);
+    let mut docs = rules_of(&TEMPLATE.replace("NEW", NEW), dir.path());
+    check_rules(&docs, dir.path());
+    test_rules(&mut docs, dir.path(), &test_file());
+}
+
+/// The PrometheusRule documents `rollgate rules` prints for template text `template` (written
+/// to `dir`), which must succeed.
+fn rules_of(template: &str, dir: &Path) -> Vec<Value> {
+    let path = dir.join("template.yaml");
+    std::fs::write(&path, template).unwrap();
+    let out = rules(&path, &[]);
     assert_eq!(
         out.status.code(),
         Some(0),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let mut docs = documents(&out);
-    check_rules(&docs, dir.path());
-    test_rules(&mut docs, dir.path(), &test_file());
+    documents(&out)
 }
 
 /// Runs `promtool test rules` with `test` on the rules of `docs`. Alert tests compare
@@ -366,16 +372,7 @@ spec:
 #[test]
 fn the_old_version_alert_needs_every_version_label() {
     let dir = tempfile::tempdir().unwrap();
-    let template = dir.path().join("template.yaml");
-    std::fs::write(&template, FLUX_TEMPLATE).unwrap();
-    let out = rules(&template, &[]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let mut docs = documents(&out);
+    let mut docs = rules_of(FLUX_TEMPLATE, dir.path());
     let series = |cluster: &str, revision: &str, ready: &str| {
         format!(
             "      - series: 'gotk_resource_info{{cluster=\"{cluster}\",customresource_kind=\"Kustomization\",name=\"apps\",revision=\"{revision}\",ready=\"{ready}\"}}'\n        values: '1x120'\n"
@@ -534,15 +531,92 @@ tests:
 "#
     );
     let dir = tempfile::tempdir().unwrap();
-    let template = dir.path().join("template.yaml");
-    std::fs::write(&template, PROMOTION_TEMPLATE).unwrap();
-    let out = rules(&template, &[]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let mut docs = rules_of(PROMOTION_TEMPLATE, dir.path());
+    test_rules(&mut docs, dir.path(), &test);
+}
+
+/// Two metrics on one fleet: `held` with `holdFor: 30m`, `now` without.
+fn held_template() -> String {
+    let metric = |name: &str, hold: &str| {
+        format!(
+            r#"    - name: {name}
+      provider:
+        plugin:
+          rollgate/analysis:
+            fleet:
+              selector: kube_pod_container_info{{namespace="ns", container="agent"}}
+              version: {{expected: "{NEW}"}}
+              expectedTargets: [a, b, c]
+              workloads: true
+              completion: [{{share: 1.0, within: 1h}}]
+              startedAt: "1970-01-01T00:00:00Z"{hold}
+            noData: fail
+"#
+        )
+    };
+    format!(
+        "apiVersion: argoproj.io/v1alpha1\nkind: AnalysisTemplate\nmetadata: {{name: edge}}\nspec:\n  metrics:\n{}{}",
+        metric("held", "\n              holdFor: 30m"),
+        metric("now", "")
+    )
+}
+
+/// The tier alert counts a target done as the gate does: with `holdFor` only when current for
+/// the whole window, and never while a workload is stalled. a is on the new version
+/// throughout; b replaces its old pod at 70m (the old one stays visible for the 5m lookback);
+/// c runs the new version with its DaemonSet not updated until 90m. The tier (100 % within
+/// 1h) is due from 60m. `held` (holdFor 30m): at 80m neither b nor c is done; at 110m b has
+/// been current since 75m, held, but c only since 90m; at 125m both are held. `now`: at 80m
+/// b is done (its old pod is gone from the lookback) and c is stalled; at 100m both are done.
+#[test]
+fn tier_alerts_count_a_target_done_only_when_held_and_not_stalled() {
+    let pod = |cluster: &str, pod: &str, digest: &str, values: &str| {
+        format!(
+            "      - series: 'kube_pod_container_info{{cluster=\"{cluster}\",namespace=\"ns\",container=\"agent\",pod=\"{pod}\",image_id=\"repo/agent@{digest}\"}}'\n        values: '{values}'\n"
+        )
+    };
+    let ds = |metric: &str, values: &str| {
+        format!(
+            "      - series: '{metric}{{cluster=\"c\",namespace=\"ns\",daemonset=\"agent\"}}'\n        values: '{values}'\n"
+        )
+    };
+    let mut series = pod("a", "a-1", NEW, "1x180");
+    series += &pod("b", "b-1", OLD, "1x69");
+    series += &pod("b", "b-2", NEW, "_x69 1x110");
+    series += &pod("c", "c-1", NEW, "1x180");
+    series += &ds("kube_daemonset_status_desired_number_scheduled", "3x180");
+    series += &ds(
+        "kube_daemonset_status_updated_number_scheduled",
+        "1x89 3x90",
     );
-    let mut docs = documents(&out);
+    series += &ds("kube_daemonset_status_number_ready", "3x180");
+    // Both metrics' alerts share the name: each time lists every one expected to fire.
+    let mut cases = String::new();
+    for (at, firing) in [
+        ("50m", &[][..]),
+        ("80m", &["held", "now"][..]),
+        ("100m", &["held"][..]),
+        ("110m", &["held"][..]),
+        ("125m", &[][..]),
+    ] {
+        let alerts: String = firing
+            .iter()
+            .map(|metric| format!("\n          - exp_labels:\n                severity: critical\n                rollgate_template: edge\n                rollgate_metric: {metric}"))
+            .collect();
+        let alerts = if alerts.is_empty() {
+            " []".to_string()
+        } else {
+            alerts
+        };
+        cases += &format!(
+            "      - eval_time: {at}\n        alertname: RollgateFleetCompletionTier1\n        exp_alerts:{alerts}\n"
+        );
+    }
+    let test = format!(
+        "rule_files: [rules.yaml]\nevaluation_interval: 1m\ntests:\n  - interval: 1m\n    input_series:\n{series}    alert_rule_test:\n{cases}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let mut docs = rules_of(&held_template(), dir.path());
+    assert_eq!(docs.len(), 2);
     test_rules(&mut docs, dir.path(), &test);
 }

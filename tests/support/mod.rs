@@ -15,3 +15,12 @@ pub mod rules_cli;
 pub mod scenarios;
 pub mod stub;
 pub mod vm;
+
+/// The benches' runtime: two worker threads, as many as the development machine has cores.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}

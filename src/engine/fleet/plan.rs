@@ -132,18 +132,19 @@ impl Engine {
         } else {
             "Failed"
         };
-        Ok(plan(metric, spec, &judged, verdict.into(), queries))
+        Ok(plan(&metric.name, spec, &judged, verdict.into(), queries))
     }
 }
 
 fn plan(
-    metric: &Metric,
+    metric: &str,
     spec: &FleetSpec,
     judged: &Judged,
     verdict: String,
     queries: BTreeMap<String, String>,
 ) -> FleetPlan {
     let fleet = &judged.fleet;
+    let states = fleet.states();
     let row = |t: &String| PlanTarget {
         target: t.clone(),
         versions: fleet
@@ -161,7 +162,7 @@ fn plan(
                 out
             })
             .unwrap_or_default(),
-        state: fleet.state_of(t).to_string(),
+        state: states.of(t).to_string(),
     };
     let (cohorts, unselected) = match &judged.judgement.membership {
         Some(m) => (
@@ -207,7 +208,7 @@ fn plan(
     // Most targets first: the expected version on top once the rollout is under way.
     versions.sort_by(|a, b| b.targets.cmp(&a.targets).then(a.version.cmp(&b.version)));
     FleetPlan {
-        metric: metric.name.clone(),
+        metric: metric.to_string(),
         group_by: spec.group_by.clone(),
         expected: spec.version.expected.describe(),
         verdict,
@@ -217,5 +218,196 @@ fn plan(
         outside_inventory: fleet.unexpected.iter().map(row).collect(),
         versions,
         queries,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use chrono::{DateTime, Utc};
+    use serde_json::{json, Value};
+
+    use super::super::promotion;
+    use super::super::state::tests::{tv, NEW, OLD};
+    use super::super::state::{classify, Fleet, Held, Inputs, TargetVersions, View, Workload};
+    use super::*;
+
+    const SUP: &str = "sha256:1111111111111111111111111111111111111111111111111111111111111111";
+
+    /// The state word as `Fleet::state_of` defined it before the index (a scan of every list
+    /// per target, in order of precedence): the reference the plan must still match.
+    fn scanned_state(f: &Fleet, target: &str) -> &'static str {
+        let is = |l: &[String]| l.iter().any(|t| t == target);
+        if f.excepted.iter().any(|e| e.target == target) {
+            "excepted"
+        } else if is(&f.silent) {
+            "silent"
+        } else if f.stragglers.iter().any(|s| s.target == target)
+            || f.outside_old.iter().any(|s| s.target == target)
+        {
+            "straggler"
+        } else if f.unheld.iter().any(|u| u.target == target) {
+            "not held"
+        } else if is(&f.stalled_targets) {
+            "stalled"
+        } else if is(&f.on_supported) {
+            "supported"
+        } else if is(&f.current) {
+            "current"
+        } else if is(&f.unexpected) {
+            "unexpected"
+        } else {
+            "unknown"
+        }
+    }
+
+    fn versions(pairs: &[(&str, u64)]) -> TargetVersions {
+        let mut v = tv(pairs, 0);
+        v.supported = pairs
+            .iter()
+            .filter(|(x, _)| *x == SUP)
+            .map(|(x, _)| x.to_string())
+            .collect();
+        v
+    }
+
+    /// `n` inventory targets in every state, overlapping (a straggler that is also not held,
+    /// an excepted silent one, ...), 40 reporting targets outside the inventory, 20 cohorts
+    /// over the first 90 % of the inventory.
+    fn generated(n: usize) -> (FleetSpec, Fleet, DateTime<Utc>) {
+        let name = |i: usize| format!("t{i:05}");
+        let inventory: Vec<String> = (0..n).map(name).collect();
+        let selected = n * 9 / 10;
+        let per = selected.div_ceil(20);
+        let cohorts: Vec<Value> = inventory[..selected]
+            .chunks(per)
+            .enumerate()
+            .map(|(i, c)| json!({"name": format!("c{i:02}"), "targets": c}))
+            .collect();
+        let spec = FleetSpec::from_value(
+            &json!({
+                "selector": "kube_pod_container_info{namespace=\"m\"}",
+                "version": {"expected": NEW, "supported": [SUP]},
+                "expectedTargets": inventory,
+                "cohorts": cohorts,
+                "holdFor": "10m",
+                "exceptions": [
+                    {"target": name(0), "reason": "silent lab", "until": "2099-01-01"},
+                    {"target": name(8), "reason": "old lab", "until": "2099-01-01"},
+                    {"target": name(15), "reason": "expired", "until": "2020-01-01"},
+                    {"target": "x0001", "reason": "outside", "until": "2099-01-01"},
+                ],
+            }),
+            "fleet",
+        )
+        .unwrap();
+        let (mut now, mut recent) = (View::new(), View::new());
+        let mut held = Held {
+            needed: 20,
+            ..Held::default()
+        };
+        let mut workloads = Vec::new();
+        for i in 0..n {
+            let t = name(i);
+            if i % 11 == 0 {
+                continue; // silent
+            }
+            let v = match i {
+                _ if i % 7 == 1 => versions(&[(NEW, 2), (OLD, 1)]),
+                _ if i % 13 == 2 => versions(&[(SUP, 3)]),
+                _ => versions(&[(NEW, 3)]),
+            };
+            if i % 23 != 5 {
+                now.insert(t.clone(), v.clone());
+            }
+            recent.insert(t.clone(), v);
+            held.steps
+                .insert(t.clone(), if i % 17 == 3 { 12 } else { 20 });
+            if i % 19 == 4 {
+                workloads.push(Workload {
+                    target: t.clone(),
+                    namespace: "m".into(),
+                    kind: "DaemonSet",
+                    name: "agent".into(),
+                    details: vec!["1 pod not updated".into()],
+                    fails: true,
+                });
+            }
+        }
+        for i in 0..40 {
+            let v = versions(&[(if i % 2 == 0 { OLD } else { NEW }, 1)]);
+            now.insert(format!("x{i:04}"), v.clone());
+            recent.insert(format!("x{i:04}"), v);
+        }
+        let at = DateTime::parse_from_rfc3339("2026-06-01T00:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        let fleet = classify(
+            &spec,
+            at,
+            Inputs {
+                now,
+                recent,
+                inventory: Some(inventory.iter().cloned().collect()),
+                workloads,
+                held: Some(held),
+                ..Inputs::default()
+            },
+        );
+        (spec, fleet, at)
+    }
+
+    #[test]
+    fn the_plan_of_a_large_fleet_gives_every_target_its_scanned_state() {
+        let (spec, fleet, at) = generated(6000);
+        let judgement = promotion::judge(&spec, &fleet, None, at).unwrap();
+        let states = fleet.states();
+        // Every state occurs, so the precedence is exercised, and the index agrees with the
+        // scan for every target (and for one it never saw).
+        let mut seen = BTreeSet::new();
+        let outside = (0..40).map(|i| format!("x{i:04}"));
+        for t in fleet.inventory.iter().cloned().chain(outside) {
+            assert_eq!(states.of(&t), scanned_state(&fleet, &t), "{t}");
+            seen.insert(states.of(&t));
+        }
+        assert_eq!(states.of("nope"), "unknown");
+        assert_eq!(
+            seen.into_iter().collect::<Vec<_>>(),
+            [
+                "current",
+                "excepted",
+                "not held",
+                "silent",
+                "stalled",
+                "straggler",
+                "supported",
+                "unexpected"
+            ]
+        );
+        let judged = Judged {
+            summary: Value::Null,
+            message: String::new(),
+            passes: false,
+            fleet,
+            judgement,
+        };
+        let p = plan("m", &spec, &judged, "Failed".into(), BTreeMap::new());
+        let rows: Vec<&PlanTarget> = p
+            .cohorts
+            .iter()
+            .flat_map(|c| &c.targets)
+            .chain(&p.unselected)
+            .chain(&p.outside_inventory)
+            .collect();
+        assert_eq!(rows.len(), 6000 + 39, "x0001 is excepted, not outside");
+        for r in rows {
+            assert_eq!(
+                r.state,
+                scanned_state(&judged.fleet, &r.target),
+                "{}",
+                r.target
+            );
+        }
     }
 }

@@ -171,6 +171,7 @@ fn cohorts(spec: &FleetSpec, fleet: &Fleet, j: &mut Judgement) -> Result<(), Str
         .filter(|t| !excepted.contains(t.as_str()))
         .collect();
     if !unselected.is_empty() {
+        let states = fleet.states();
         j.failures.push(format!(
             "{} {} in no cohort (unselected: {})",
             unselected.len(),
@@ -178,7 +179,7 @@ fn cohorts(spec: &FleetSpec, fleet: &Fleet, j: &mut Judgement) -> Result<(), Str
             listing(unselected.iter().map(|t| format!(
                 "{} {}",
                 display_target(t, spec),
-                fleet.state_of(t)
+                states.of(t)
             )))
         ));
     }

@@ -199,15 +199,20 @@ pub(crate) fn held_step(hold_for: Duration) -> Duration {
     Duration::from_secs((hold_for.as_secs() / 20).max(15))
 }
 
-fn held_queries(spec: &FleetSpec, hold_for: Duration) -> HeldQueries {
+/// The `holdFor` queries (shared with the completion-tier alerts of `rollgate rules`).
+pub(crate) fn held_queries(spec: &FleetSpec, hold_for: Duration) -> HeldQueries {
     let g = &spec.group_by;
     let step = held_step(hold_for);
     let window = format!("[{}:{}]", format_duration(hold_for), format_duration(step));
     let bad = bad_per_target(spec);
+    // "Reported at this step" is the plain selector, as for the instant view (a target whose
+    // pods have all ended still reports). Joining out the terminal pods here as well cost a
+    // join over every pod series at every step: most of the query's time at 10,000 targets,
+    // for no change in the verdict (BAD leaves ended pods out already).
     HeldQueries {
         steps: format!(
             "count_over_time((count by ({g}) ({}) unless on ({g}) {bad}){window})",
-            live_selector(spec, &spec.selector)
+            spec.selector
         ),
         last_bad: format!("max by ({g}) (max_over_time(timestamp({bad}){window}))"),
         needed: hold_for.as_secs() / step.as_secs(),
@@ -222,15 +227,28 @@ fn bad_per_target(spec: &FleetSpec) -> String {
         "count by ({g}) ({})",
         live_selector(spec, &other_series(spec, true))
     );
+    match stalled_per_target(spec) {
+        None => old,
+        Some(stalled) => format!("({old} or {stalled})"),
+    }
+}
+
+/// Per target, one series when some workload is stalled (the conditions that fail the gate);
+/// `None` without `workloads`.
+pub(crate) fn stalled_per_target(spec: &FleetSpec) -> Option<String> {
     if !spec.workloads {
-        return old;
+        return None;
     }
     let stalls: Vec<String> = StallKind::ALL
         .iter()
         .filter(|k| k.fails())
         .map(|k| format!("({})", stall_query(spec, *k)))
         .collect();
-    format!("({old} or count by ({g}) ({}))", stalls.join(" or "))
+    Some(format!(
+        "count by ({}) ({})",
+        spec.group_by,
+        stalls.join(" or ")
+    ))
 }
 
 /// The earliest step, within twice the last tier's deadline (at most the retention), at which

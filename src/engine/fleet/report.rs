@@ -1,7 +1,7 @@
 //! The fleet verdict in words and numbers: the one-sentence message, the JSON `value` and the
 //! per-target lists in `metadata`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use serde_json::{json, Map, Value};
@@ -118,10 +118,15 @@ pub(crate) fn message(spec: &FleetSpec, fleet: &Fleet, last_seen: &LastSeen, at:
         )
     };
     parts.push(summary);
+    let outside_old: BTreeSet<&str> = fleet
+        .outside_old
+        .iter()
+        .map(|s| s.target.as_str())
+        .collect();
     let outside_current: Vec<&String> = fleet
         .unexpected
         .iter()
-        .filter(|t| !fleet.outside_old.iter().any(|s| &s.target == *t))
+        .filter(|t| !outside_old.contains(t.as_str()))
         .collect();
     if !outside_current.is_empty() {
         parts.push(format!(

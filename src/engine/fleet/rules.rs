@@ -14,8 +14,9 @@ use crate::spec::duration::format_duration;
 use crate::spec::{ExpectedTargets, FleetSpec, LabelMatcher, MatchKind};
 
 use super::promql::{
-    allowed_matcher, expected_matcher, expected_series, first_seen_query, init_selector,
-    live_selector, other_series, quote, render_selector, stall_query, wrap, StallKind,
+    allowed_matcher, expected_matcher, expected_series, first_seen_query, held_queries,
+    init_selector, live_selector, other_series, quote, render_selector, stall_query,
+    stalled_per_target, wrap, StallKind,
 };
 
 /// How long a workload must stay stalled before its alert fires.
@@ -204,6 +205,11 @@ fn prometheus_rule(template: &str, metric: &str, spec: &FleetSpec) -> Prometheus
             Some(t) => t.timestamp().to_string(),
             None => format!("scalar({})", first_seen_query(spec)),
         };
+        let held = spec
+            .promotion
+            .hold_for
+            .map(|h| format!(" (for all of holdFor {})", format_duration(h)))
+            .unwrap_or_default();
         rules.push(AlertRule {
             alert: format!("RollgateFleetCompletionTier{}", i + 1),
             expr: format!(
@@ -215,7 +221,7 @@ fn prometheus_rule(template: &str, metric: &str, spec: &FleetSpec) -> Prometheus
             labels: labels("critical"),
             annotations: annotations(
                 format!("the fleet missed completion tier {} ({share} within {within})", i + 1),
-                format!("Only {{{{ $value | humanizePercentage }}}} of the expected targets run the expected version {within} after the rollout's start (tier {}: {share}); {gate} fails until the share is reached.", i + 1),
+                format!("Only {{{{ $value | humanizePercentage }}}} of the expected targets run the expected version{held} {within} after the rollout's start (tier {}: {share}); {gate} fails until the share is reached.", i + 1),
             ),
         });
     }
@@ -266,8 +272,10 @@ fn inventory(spec: &FleetSpec) -> Option<String> {
     }
 }
 
-/// The share of the inventory done: reporting with every series on the expected version, or
-/// under an exception (as the gate counts them).
+/// The share of the inventory done, as the gate's completion tiers count it: reporting with
+/// every series on the expected version, no stalled workload (with `workloads`) and, with
+/// `holdFor`, current at every step of that window (the gate's own held query); or under an
+/// exception.
 fn done_share(spec: &FleetSpec, inventory: &str) -> String {
     let g = &spec.group_by;
     let mut done = format!(
@@ -275,6 +283,13 @@ fn done_share(spec: &FleetSpec, inventory: &str) -> String {
         live_selector(spec, &expected_series(spec)),
         live_selector(spec, &other_series(spec, false))
     );
+    if let Some(stalled) = stalled_per_target(spec) {
+        done = format!("({done}) unless on ({g}) {stalled}");
+    }
+    if let Some(h) = spec.promotion.hold_for {
+        let held = held_queries(spec, h);
+        done = format!("({done}) and on ({g}) ({} >= {})", held.steps, held.needed);
+    }
     if let Some(excepted) = excepted_now(spec) {
         done = format!("({done}) or ({excepted})");
     }

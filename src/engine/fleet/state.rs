@@ -1,7 +1,7 @@
 //! Per-target states from the aggregated query results: current, straggler, silent,
 //! unexpected, excepted. Pure functions, no I/O.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use chrono::{DateTime, Utc};
 
@@ -398,30 +398,31 @@ impl Fleet {
             .collect()
     }
 
-    /// The state of a target as a word (`current`, `straggler`, ...), for `fleet plan`.
-    pub(crate) fn state_of(&self, target: &str) -> &'static str {
-        let is = |l: &[String]| l.iter().any(|t| t == target);
-        if self.excepted.iter().any(|e| e.target == target) {
-            "excepted"
-        } else if is(&self.silent) {
-            "silent"
-        } else if self.stragglers.iter().any(|s| s.target == target)
-            || self.outside_old.iter().any(|s| s.target == target)
-        {
-            "straggler"
-        } else if self.unheld.iter().any(|u| u.target == target) {
-            "not held"
-        } else if is(&self.stalled_targets) {
-            "stalled"
-        } else if is(&self.on_supported) {
-            "supported"
-        } else if is(&self.current) {
-            "current"
-        } else if is(&self.unexpected) {
-            "unexpected"
-        } else {
-            "unknown"
-        }
+    /// Every classified target's state as a word, built once: `fleet plan` and the gate's
+    /// list of unselected targets ask for thousands of targets, and a scan of the state lists
+    /// per target made both quadratic in the fleet's size.
+    pub(crate) fn states(&self) -> States<'_> {
+        let mut words: HashMap<&str, &'static str> = HashMap::new();
+        // In order of precedence: a target in several lists takes the first one's word.
+        let w = &mut words;
+        put_words(
+            w,
+            self.excepted.iter().map(|e| e.target.as_str()),
+            "excepted",
+        );
+        put_words(w, self.silent.iter().map(String::as_str), "silent");
+        let old = self.stragglers.iter().chain(&self.outside_old);
+        put_words(w, old.map(|s| s.target.as_str()), "straggler");
+        put_words(w, self.unheld.iter().map(|u| u.target.as_str()), "not held");
+        put_words(
+            w,
+            self.stalled_targets.iter().map(String::as_str),
+            "stalled",
+        );
+        put_words(w, self.on_supported.iter().map(String::as_str), "supported");
+        put_words(w, self.current.iter().map(String::as_str), "current");
+        put_words(w, self.unexpected.iter().map(String::as_str), "unexpected");
+        States(words)
     }
 
     /// The same fleet seen through `keep` only (a cohort gate's scope): lists and counts of
@@ -477,6 +478,28 @@ impl Fleet {
             inventory: self.inventory.intersection(keep).cloned().collect(),
             ..self.clone()
         }
+    }
+}
+
+/// The state words of a classified fleet ([`Fleet::states`]).
+#[derive(Debug)]
+pub(crate) struct States<'a>(HashMap<&'a str, &'static str>);
+
+impl States<'_> {
+    /// The state of `target` (`current`, `straggler`, ...; `unknown` when not classified).
+    pub(crate) fn of(&self, target: &str) -> &'static str {
+        self.0.get(target).copied().unwrap_or("unknown")
+    }
+}
+
+/// Gives `word` to each of `targets` that has none yet.
+fn put_words<'a>(
+    words: &mut HashMap<&'a str, &'static str>,
+    targets: impl Iterator<Item = &'a str>,
+    word: &'static str,
+) {
+    for t in targets {
+        words.entry(t).or_insert(word);
     }
 }
 
@@ -600,21 +623,27 @@ pub(crate) fn classify(spec: &FleetSpec, at: DateTime<Utc>, inputs: Inputs) -> F
         }
     }
 
-    let excused: BTreeSet<&str> = active.keys().copied().collect();
+    // One entry per workload (several conditions of one DaemonSet merge), found through a
+    // map: mid-rollout, thousands of targets each have a workload not yet updated.
     let mut merged: Vec<Workload> = Vec::new();
+    let mut index: HashMap<(bool, String, String, &'static str, String), usize> = HashMap::new();
     for w in workloads {
-        if excused.contains(w.target.as_str()) {
+        if active.contains_key(w.target.as_str()) {
             continue;
         }
-        match merged.iter_mut().find(|m| {
-            m.fails == w.fails
-                && m.target == w.target
-                && m.namespace == w.namespace
-                && m.kind == w.kind
-                && m.name == w.name
-        }) {
-            Some(m) => m.details.extend(w.details),
-            None => merged.push(w),
+        let key = (
+            w.fails,
+            w.target.clone(),
+            w.namespace.clone(),
+            w.kind,
+            w.name.clone(),
+        );
+        match index.get(&key) {
+            Some(&i) => merged[i].details.extend(w.details),
+            None => {
+                index.insert(key, merged.len());
+                merged.push(w);
+            }
         }
     }
     let order = |k: &str| match k {
@@ -634,15 +663,20 @@ pub(crate) fn classify(spec: &FleetSpec, at: DateTime<Utc>, inputs: Inputs) -> F
         merged.into_iter().partition(|w| w.fails);
     // A stalled workload makes its target incomplete (minCompletion decides); outside the
     // inventory there is no share to spend, so it fails by itself.
-    for w in &stalled {
-        if !inventory.contains(&w.target) {
-            fleet.stalled_outside += 1;
-        } else if let Some(i) = fleet.current.iter().position(|t| *t == w.target) {
-            let t = fleet.current.remove(i);
-            fleet.on_supported.retain(|s| *s != t);
-            fleet.stalled_targets.push(t);
+    // Sets, not a search of `current` per workload: the move stays linear in the fleet.
+    let mut moved: BTreeSet<String> = BTreeSet::new();
+    {
+        let current: BTreeSet<&str> = fleet.current.iter().map(String::as_str).collect();
+        for w in &stalled {
+            if !inventory.contains(&w.target) {
+                fleet.stalled_outside += 1;
+            } else if current.contains(w.target.as_str()) && moved.insert(w.target.clone()) {
+                fleet.stalled_targets.push(w.target.clone());
+            }
         }
     }
+    fleet.current.retain(|t| !moved.contains(t));
+    fleet.on_supported.retain(|t| !moved.contains(t));
     fleet.stalled = stalled;
     fleet.noticed = noticed;
     fleet.inventory = inventory;
@@ -691,14 +725,15 @@ fn straggler(target: &str, main: &TargetVersions, init: &TargetVersions) -> Opti
     })
 }
 
+// Crate-visible: the plan's tests build their views with the same helpers.
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use serde_json::json;
 
-    const NEW: &str =
+    pub(crate) const NEW: &str =
         "acme/agent@sha256:35c1e11408120e3942e771102f0172aee75829d3a87f9f5909d53b5f40bfc814";
-    const OLD: &str =
+    pub(crate) const OLD: &str =
         "acme/agent@sha256:513e5258ccf337657a74bcf99c6689575996caa51a1c92392ca920cc72be477a";
 
     fn spec(extra: serde_json::Value) -> FleetSpec {
@@ -713,7 +748,7 @@ mod tests {
         FleetSpec::from_value(&v, "fleet").unwrap()
     }
 
-    fn tv(pairs: &[(&str, u64)], unlabelled: u64) -> TargetVersions {
+    pub(crate) fn tv(pairs: &[(&str, u64)], unlabelled: u64) -> TargetVersions {
         TargetVersions {
             versions: pairs.iter().map(|(v, n)| (v.to_string(), *n)).collect(),
             matching: pairs
