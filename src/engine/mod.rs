@@ -35,6 +35,7 @@ pub(crate) mod result;
 pub mod rules;
 pub(crate) mod run;
 pub(crate) mod runs;
+mod sorted_json;
 mod verdict;
 mod wait;
 
