@@ -18,7 +18,7 @@ use crate::engine::run::{
     failure_inconclusive_or_error, RunMetric, RunPhase, RunSim, Task, TaskKind,
 };
 use crate::engine::{Engine, EvalOptions};
-use crate::measurement::Measurement;
+use crate::measurement::{Measurement, Phase};
 use crate::prometheus::{Backend, Grid, RangeCache};
 use crate::spec::duration::{format_duration, parse_duration};
 use crate::spec::{Metric, Provider, Template};
@@ -368,6 +368,7 @@ fn eval_options(
         run_started_at: Some(started),
         checks_done: Some(u32::try_from(counted.max(0)).unwrap_or(u32::MAX)),
         waiting_since,
+        skip_metadata: true,
         ..EvalOptions::with_budget(budget)
     }
 }
@@ -408,17 +409,21 @@ pub(super) async fn simulate(
         }))
         .await;
         progress.inc(measured.len() as u64);
-        progress.set_message(now.format("%Y-%m-%d %H:%M").to_string());
+        // Formatting the time is a cost of its own over 20,000 reconciles: only when drawn.
+        if !progress.is_hidden() {
+            progress.set_message(now.format("%Y-%m-%d %H:%M").to_string());
+        }
         for (task, mut m) in tasks.into_iter().zip(measured) {
             // Neither the run rules nor the output read metadata, and over a long window it is
             // most of the memory: drop it before the measurement is kept (twice).
             m.metadata = Default::default();
+            let kept = run_copy(&m);
             timeline.push(Event {
                 time: now,
                 metric: sim.metrics()[task.metric].name.clone(),
-                measurement: m.clone(),
+                measurement: m,
             });
-            sim.record(task, m, now);
+            sim.record(task, kept, now);
         }
         if sim.assess(now).completed() {
             return Ok(Outcome {
@@ -442,6 +447,25 @@ pub(super) async fn simulate(
     Err(format!(
         "stopped after {limit} reconciles without an end (error retries every 10 s?); nothing printed"
     ))
+}
+
+/// The run's own copy of a measurement (it keeps Argo's last 10 per metric): its value only
+/// while it is in flight, for `Terminate` to return; the rules and the summary read the rest.
+/// The timeline keeps the whole measurement, so a compare value is not copied per check.
+fn run_copy(m: &Measurement) -> Measurement {
+    Measurement {
+        phase: m.phase,
+        message: m.message.clone(),
+        value: if m.phase == Phase::Running {
+            m.value.clone()
+        } else {
+            String::new()
+        },
+        metadata: Default::default(),
+        started_at: m.started_at,
+        finished_at: m.finished_at,
+        resume_at: m.resume_at,
+    }
 }
 
 async fn measure_task(

@@ -25,17 +25,19 @@ impl Engine {
         let (metric, no_data, config, opts, started_at) =
             (cx.metric, cx.no_data, cx.config, cx.opts, cx.started_at);
         let mut out = Outcome::new();
-        describe(spec, &mut out.metadata);
         let look = look(metric, opts, opts.at.unwrap_or(started_at)).with_design(spec.design);
-        out.metadata.insert("check".into(), look_text(look));
-        let basis = if opts.checks_done.is_some() {
-            "the run's recorded measurements"
-        } else if look == Look::single() {
-            "a single check"
-        } else {
-            "wall time since the run began"
-        };
-        out.metadata.insert("check.from".into(), basis.into());
+        if !opts.skip_metadata {
+            describe(spec, &mut out.metadata);
+            out.metadata.insert("check".into(), look_text(look));
+            let basis = if opts.checks_done.is_some() {
+                "the run's recorded measurements"
+            } else if look == Look::single() {
+                "a single check"
+            } else {
+                "wall time since the run began"
+            };
+            out.metadata.insert("check.from".into(), basis.into());
+        }
         match &spec.form {
             CompareForm::Ratio {
                 canary,
