@@ -12,14 +12,13 @@ use std::time::Duration;
 use chrono::{DateTime, SecondsFormat, Utc};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use serde::Serialize;
 use serde_json::json;
 
 use crate::engine::run::{
     failure_inconclusive_or_error, RunMetric, RunPhase, RunSim, Task, TaskKind,
 };
 use crate::engine::{Engine, EvalOptions};
-use crate::measurement::Measurement;
+use crate::measurement::{Measurement, Phase};
 use crate::prometheus::{Backend, Grid, RangeCache};
 use crate::spec::duration::{format_duration, parse_duration};
 use crate::spec::{Metric, Provider, Template};
@@ -30,7 +29,7 @@ use super::dry_run::{
 };
 use super::exit;
 use super::output::{print_columns, shorten};
-use super::{backtest_plot, backtest_releases};
+use super::{backtest_json, backtest_plot, backtest_releases};
 
 /// The default of `--max-checks`.
 pub(crate) const DEFAULT_MAX_CHECKS: u64 = 100_000;
@@ -369,6 +368,7 @@ fn eval_options(
         run_started_at: Some(started),
         checks_done: Some(u32::try_from(counted.max(0)).unwrap_or(u32::MAX)),
         waiting_since,
+        skip_metadata: true,
         ..EvalOptions::with_budget(budget)
     }
 }
@@ -409,17 +409,21 @@ pub(super) async fn simulate(
         }))
         .await;
         progress.inc(measured.len() as u64);
-        progress.set_message(now.format("%Y-%m-%d %H:%M").to_string());
+        // Formatting the time is a cost of its own over 20,000 reconciles: only when drawn.
+        if !progress.is_hidden() {
+            progress.set_message(now.format("%Y-%m-%d %H:%M").to_string());
+        }
         for (task, mut m) in tasks.into_iter().zip(measured) {
             // Neither the run rules nor the output read metadata, and over a long window it is
             // most of the memory: drop it before the measurement is kept (twice).
             m.metadata = Default::default();
+            let kept = run_copy(&m);
             timeline.push(Event {
                 time: now,
                 metric: sim.metrics()[task.metric].name.clone(),
-                measurement: m.clone(),
+                measurement: m,
             });
-            sim.record(task, m, now);
+            sim.record(task, kept, now);
         }
         if sim.assess(now).completed() {
             return Ok(Outcome {
@@ -443,6 +447,25 @@ pub(super) async fn simulate(
     Err(format!(
         "stopped after {limit} reconciles without an end (error retries every 10 s?); nothing printed"
     ))
+}
+
+/// The run's own copy of a measurement (it keeps Argo's last 10 per metric): its value only
+/// while it is in flight, for `Terminate` to return; the rules and the summary read the rest.
+/// The timeline keeps the whole measurement, so a compare value is not copied per check.
+fn run_copy(m: &Measurement) -> Measurement {
+    Measurement {
+        phase: m.phase,
+        message: m.message.clone(),
+        value: if m.phase == Phase::Running {
+            m.value.clone()
+        } else {
+            String::new()
+        },
+        metadata: Default::default(),
+        started_at: m.started_at,
+        finished_at: m.finished_at,
+        resume_at: m.resume_at,
+    }
 }
 
 async fn measure_task(
@@ -618,10 +641,10 @@ fn print_json(o: &Outcome, args: &Window, backend: &Backend) {
             })
         })
         .collect();
-    let timeline: Vec<TimelineLine<'_>> = o
+    let timeline: Vec<backtest_json::Line<'_>> = o
         .timeline
         .iter()
-        .map(|e| TimelineLine {
+        .map(|e| backtest_json::Line {
             message: &e.measurement.message,
             metric: &e.metric,
             phase: e.measurement.phase.as_str(),
@@ -635,59 +658,32 @@ fn print_json(o: &Outcome, args: &Window, backend: &Backend) {
         .iter()
         .map(|(name, provider)| json!({"name": name, "provider": provider, "phase": "Skipped"}))
         .collect();
-    let doc = Document {
-        ended_at: rfc3339(o.ended_at),
-        from: rfc3339(args.from),
-        message: o.sim.message(),
-        metrics,
-        phase: o.sim.phase().as_str(),
-        queries: match backend {
-            Backend::Cached(cache) => {
-                let s = cache.stats();
-                json!({"servedFromRange": s.served, "passedThrough": s.passed_through, "rangeFetches": s.range_fetches})
-            }
-            _ => json!({"batched": false}),
-        },
-        skipped,
-        summary: summary(o),
-        terminated_at_window_end: o.terminated_at_end,
-        timeline,
-        to: rfc3339(args.to),
+    let queries = match backend {
+        Backend::Cached(cache) => {
+            let s = cache.stats();
+            json!({"servedFromRange": s.served, "passedThrough": s.passed_through, "rangeFetches": s.range_fetches})
+        }
+        _ => json!({"batched": false}),
     };
-    // Streamed, not built as one `Value` tree and one string: a week at 1m is 20,000 lines.
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    if serde_json::to_writer_pretty(&mut out, &doc).is_ok() {
+    let head = json!({
+        "endedAt": rfc3339(o.ended_at),
+        "from": rfc3339(args.from),
+        "message": o.sim.message(),
+        "metrics": metrics,
+        "phase": o.sim.phase().as_str(),
+        "queries": queries,
+        "skipped": skipped,
+        "summary": summary(o),
+        "terminatedAtWindowEnd": o.terminated_at_end,
+        "to": rfc3339(args.to),
+    });
+    let serde_json::Value::Object(head) = head else {
+        return;
+    };
+    // Streamed in pieces, not built as one string: a week at 1m is 20,000 lines.
+    let mut out = std::io::stdout().lock();
+    if backtest_json::write(&mut out, &head, &timeline).is_ok() {
         let _ = writeln!(out);
     }
     let _ = out.flush();
-}
-
-/// The JSON document of `-o json`. Fields are in byte order of their names, the order in which
-/// a `serde_json::Value` object prints, so the output is what it was when built as one.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Document<'a> {
-    ended_at: String,
-    from: String,
-    message: &'a str,
-    metrics: Vec<serde_json::Value>,
-    phase: &'a str,
-    queries: serde_json::Value,
-    skipped: Vec<serde_json::Value>,
-    summary: String,
-    terminated_at_window_end: bool,
-    timeline: Vec<TimelineLine<'a>>,
-    to: String,
-}
-
-/// One timeline entry of `-o json` (fields in byte order of their names, as in [`Document`]).
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct TimelineLine<'a> {
-    message: &'a str,
-    metric: &'a str,
-    phase: &'a str,
-    resume_at: Option<String>,
-    time: String,
-    value: &'a str,
 }

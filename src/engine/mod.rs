@@ -35,6 +35,7 @@ pub(crate) mod result;
 pub mod rules;
 pub(crate) mod run;
 pub(crate) mod runs;
+mod sorted_json;
 mod verdict;
 mod wait;
 
@@ -91,6 +92,10 @@ pub struct EvalOptions {
     /// `count` (completed, not Error), when the caller sent the run's history: the check's
     /// exact 0-based position. Takes precedence over `run_started_at`.
     pub checks_done: Option<u32>,
+    /// Leave out the metadata that only describes the metric (its kind, name and queries, the
+    /// check's position): a backtest never reads it, and over 10,000 checks building it was a
+    /// measurable share of the run. Verdict-related entries are still written.
+    pub skip_metadata: bool,
 }
 
 impl EvalOptions {
@@ -149,14 +154,15 @@ impl Engine {
         request: &QueryRequest,
         deadline: Option<tokio::time::Instant>,
     ) -> Result<QueryResponse, PrometheusError> {
+        let Some(observe) = &self.observer else {
+            return self.backend.query(config, request, deadline).await;
+        };
         let started = std::time::Instant::now();
         let result = self.backend.query(config, request, deadline).await;
-        if let Some(observe) = &self.observer {
-            let outcome = result
-                .as_ref()
-                .map_or_else(PrometheusError::kind_label, |_| "ok");
-            observe(request.kind(), outcome, started.elapsed());
-        }
+        let outcome = result
+            .as_ref()
+            .map_or_else(PrometheusError::kind_label, |_| "ok");
+        observe(request.kind(), outcome, started.elapsed());
         result
     }
 
@@ -208,7 +214,9 @@ impl Engine {
                         MetricKind::Compare(c) => self.measure_compare(&cx, c).await,
                         MetricKind::Fleet(f) => self.measure_fleet(&cx, f).await,
                     };
-                    out.metadata.insert("kind".into(), spec.kind.name().into());
+                    if !opts.skip_metadata {
+                        out.metadata.insert("kind".into(), spec.kind.name().into());
+                    }
                     out
                 }
             },
@@ -224,7 +232,9 @@ impl Engine {
             }
         };
         let mut m = outcome.into_measurement(started_at);
-        m.metadata.insert("metric".into(), metric.name.clone());
+        if !opts.skip_metadata {
+            m.metadata.insert("metric".into(), metric.name.clone());
+        }
         m
     }
 
@@ -297,20 +307,25 @@ impl Engine {
         meta
     }
 
-    /// The address a config will use after the override and fallback rules.
-    fn resolve(&self, config: &PrometheusConfig) -> Result<PrometheusConfig, String> {
-        let address = self
-            .addresses
-            .override_address
-            .clone()
-            .or_else(|| (!config.address.is_empty()).then(|| config.address.clone()))
-            .or_else(|| self.addresses.default_address.clone());
-        match address {
-            Some(address) => Ok(PrometheusConfig {
-                address,
+    /// The address a config will use after the override and fallback rules: the config itself
+    /// when its own address stands (no copy per measurement), else a copy with the address set.
+    fn resolve<'c>(
+        &self,
+        config: &'c PrometheusConfig,
+    ) -> Result<std::borrow::Cow<'c, PrometheusConfig>, String> {
+        use std::borrow::Cow;
+        let with = |address: &str| {
+            Cow::Owned(PrometheusConfig {
+                address: address.to_string(),
                 ..config.clone()
-            }),
-            None => Err(format!(
+            })
+        };
+        match (&self.addresses.override_address, &self.addresses.default_address) {
+            (Some(address), _) if *address == config.address => Ok(Cow::Borrowed(config)),
+            (Some(address), _) => Ok(with(address)),
+            _ if !config.address.is_empty() => Ok(Cow::Borrowed(config)),
+            (None, Some(address)) => Ok(with(address)),
+            (None, None) => Err(format!(
                 "no Prometheus address: set prometheus.address in the spec, pass --prometheus, or set {ADDRESS_ENV}"
             )),
         }

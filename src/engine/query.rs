@@ -12,7 +12,9 @@ impl Engine {
     pub(super) async fn measure_query(&self, cx: &Ctx<'_>, spec: &QuerySpec) -> Outcome {
         let (metric, no_data, config, opts) = (cx.metric, cx.no_data, cx.config, cx.opts);
         let mut out = Outcome::new();
-        out.metadata.insert("query".into(), spec.query.clone());
+        if !opts.skip_metadata {
+            out.metadata.insert("query".into(), spec.query.clone());
+        }
 
         // Both queries go out together (one round trip of latency), but the guard is judged
         // first: below it, the main result is never looked at.
@@ -27,10 +29,12 @@ impl Engine {
 
         let mut guard_note = String::new();
         if let (Some(g), Some(guard_response)) = (&spec.min_requests, guard_response) {
-            out.metadata
-                .insert("minRequests.query".into(), g.query.clone());
-            out.metadata
-                .insert("minRequests.count".into(), format_count(g.count));
+            if !opts.skip_metadata {
+                out.metadata
+                    .insert("minRequests.query".into(), g.query.clone());
+                out.metadata
+                    .insert("minRequests.count".into(), format_count(g.count));
+            }
             let response = match guard_response {
                 Ok(r) => r,
                 Err(e) => return out.error(format!("minRequests.query failed: {e}")),

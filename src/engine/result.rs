@@ -47,24 +47,42 @@ pub(crate) fn argo_value_string(data: &QueryData) -> String {
     match data {
         QueryData::Scalar(s) => format_number(s.value),
         _ => {
-            let parts: Vec<String> = numbers(data).into_iter().map(format_number).collect();
-            format!("[{}]", parts.join(","))
+            // One string written in place: the value of every check of a backtest is built here.
+            let mut out = String::with_capacity(32);
+            out.push('[');
+            for (i, v) in numbers(data).into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                push_number(&mut out, v);
+            }
+            out.push(']');
+            out
         }
+    }
+}
+
+/// [`format_number`] appended to `out`.
+fn push_number(out: &mut String, v: f64) {
+    use std::fmt::Write;
+    if v.is_nan() {
+        out.push_str("NaN");
+    } else if v == f64::INFINITY {
+        out.push_str("+Inf");
+    } else if v == f64::NEG_INFINITY {
+        out.push_str("-Inf");
+    } else {
+        // Rust's Display is the shortest round-trip form without exponent, as Go's 'f', -1.
+        // Writing to a String cannot fail.
+        let _ = write!(out, "{v}");
     }
 }
 
 /// Go's `strconv.FormatFloat(f, 'f', -1, 64)` as Prometheus' client prints sample values.
 pub(crate) fn format_number(v: f64) -> String {
-    if v.is_nan() {
-        "NaN".into()
-    } else if v == f64::INFINITY {
-        "+Inf".into()
-    } else if v == f64::NEG_INFINITY {
-        "-Inf".into()
-    } else {
-        // Rust's Display is the shortest round-trip form without exponent, as Go's 'f', -1.
-        format!("{v}")
-    }
+    let mut out = String::new();
+    push_number(&mut out, v);
+    out
 }
 
 /// A human rendering of a count: `12,345`.
@@ -119,6 +137,16 @@ mod tests {
         assert_eq!(format_number(f64::INFINITY), "+Inf");
         assert_eq!(format_number(f64::NEG_INFINITY), "-Inf");
         assert_eq!(format_number(-0.25), "-0.25");
+    }
+
+    #[test]
+    fn values_are_argo_lists() {
+        assert_eq!(
+            argo_value_string(&vector(&[0.97, 1.0, f64::NAN])),
+            "[0.97,1,NaN]"
+        );
+        assert_eq!(argo_value_string(&vector(&[f64::NEG_INFINITY])), "[-Inf]");
+        assert_eq!(argo_value_string(&vector(&[])), "[]");
     }
 
     #[test]

@@ -23,24 +23,28 @@ pub(super) fn by_conditions(
     note: &str,
 ) -> Outcome {
     let result = condition_value(&response.data);
-    let value = out.value.clone();
+    // The message is formatted from the value in place (no copy of it per check).
     match metric.judge(&result) {
-        Ok(phase) => out.finish(
-            phase,
-            format!("result {value}: {}{note}", explain(metric, phase)),
-        ),
-        Err(failure) => out.error(format!("result {value}: {failure}")),
+        Ok(phase) => {
+            let message = format!("result {}: {}{note}", out.value, explain(metric, phase));
+            out.finish(phase, message)
+        }
+        Err(failure) => {
+            let message = format!("result {}: {failure}", out.value);
+            out.error(message)
+        }
     }
 }
 
 /// The built-in verdict `built_in`, explained by `message`, unless the metric has conditions:
 /// then they decide on `value` and the message adds which condition held. The built-in
-/// verdict is kept in the `verdict` metadata either way.
+/// verdict is kept in the `verdict` metadata either way. `value` is only built when there are
+/// conditions (a backtest judges thousands of checks without any).
 pub(super) fn built_in_unless_conditions(
     mut out: Outcome,
     metric: &Metric,
     built_in: Phase,
-    value: &Value,
+    value: impl FnOnce() -> Value,
     message: String,
 ) -> Outcome {
     out.metadata
@@ -48,7 +52,7 @@ pub(super) fn built_in_unless_conditions(
     if metric.success_condition.is_none() && metric.failure_condition.is_none() {
         return out.finish(built_in, message);
     }
-    match metric.judge(value) {
+    match metric.judge(&value()) {
         Ok(phase) => {
             let why = explain(metric, phase);
             out.finish(phase, format!("{message}; {why}"))
@@ -59,12 +63,11 @@ pub(super) fn built_in_unless_conditions(
 
 /// Which condition made `phase`, in Argo's terms.
 fn explain(metric: &Metric, phase: Phase) -> String {
-    let source =
-        |c: &Option<crate::condition::Condition>| c.as_ref().map(|c| c.source().to_string());
+    let source = crate::condition::Condition::source;
     match (
         phase,
-        source(&metric.success_condition),
-        source(&metric.failure_condition),
+        metric.success_condition.as_ref().map(source),
+        metric.failure_condition.as_ref().map(source),
     ) {
         (Phase::Successful, None, None) => {
             "no conditions, so any result without an error is Successful".into()

@@ -11,6 +11,7 @@
 //! range fetch failed or carried warnings.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -37,13 +38,29 @@ pub struct Grid {
 }
 
 impl Grid {
-    /// The step index of `t`, when `t` lies on the grid.
+    /// The step index of `t`, when `t` lies on the grid (asked for every query of every
+    /// check: plain millisecond arithmetic).
     fn index_of(&self, t: DateTime<Utc>) -> Option<i64> {
         let step = i64::try_from(self.step.as_millis())
             .ok()
             .filter(|s| *s > 0)?;
-        let offset = (t - self.start).num_milliseconds();
-        (t >= self.start && t <= self.end && offset % step == 0).then_some(offset / step)
+        let nanos = (
+            t.timestamp_nanos_opt(),
+            self.start.timestamp_nanos_opt(),
+            self.end.timestamp_nanos_opt(),
+        );
+        let (on, offset) = match nanos {
+            // The same test as below in integer nanoseconds (times from 1677 to 2262).
+            (Some(t), Some(start), Some(end)) => {
+                let offset = t.checked_sub(start)?;
+                (offset >= 0 && t <= end, offset / 1_000_000)
+            }
+            _ => (
+                t >= self.start && t <= self.end,
+                (t - self.start).num_milliseconds(),
+            ),
+        };
+        (on && offset % step == 0).then_some(offset / step)
     }
 
     fn at(&self, index: i64) -> DateTime<Utc> {
@@ -76,6 +93,47 @@ type Chunk = Option<Arc<Vec<RangeSeries>>>;
 /// A chunk's cell, fetched once, with where it comes from.
 type Sourced = (Source, Arc<OnceCell<Chunk>>);
 
+/// What is known of one query: its PromQL value type, parsed once (`None`: does not parse),
+/// and its chunks by source.
+#[derive(Debug)]
+struct Entry {
+    value_type: Option<ValueType>,
+    chunks: Vec<Sourced>,
+}
+
+/// A multiply-rotate hash taking eight bytes at a time: the map's keys are the template's own
+/// PromQL queries (nothing an attacker chooses to collide), hashed once per query of every
+/// check, where SipHash over a 100-byte query was a visible share of a backtest.
+#[derive(Debug, Default, Clone, Copy)]
+struct WordHasher(u64);
+
+impl WordHasher {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+impl Hasher for WordHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut words = bytes.chunks_exact(8);
+        for w in &mut words {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(w);
+            self.add(u64::from_le_bytes(word));
+        }
+        let rest = words.remainder();
+        let mut word = [0u8; 8];
+        word[..rest.len()].copy_from_slice(rest);
+        // The length tells "ab" from "ab\0" apart.
+        let len = u64::try_from(rest.len()).unwrap_or_default();
+        self.add(u64::from_le_bytes(word) ^ (len << 56));
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
 /// How many instant queries were answered from range data and how many went through.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CacheStats {
@@ -88,10 +146,9 @@ pub struct CacheStats {
 pub struct RangeCache {
     inner: Backend,
     grids: Vec<Grid>,
-    /// Chunks by query, then by source: looked up by reference, so a check allocates no key.
-    chunks: Mutex<HashMap<String, Vec<Sourced>>>,
-    /// Each query's PromQL value type, parsed once (`None`: does not parse).
-    types: Mutex<HashMap<String, Option<ValueType>>>,
+    /// Each query's type and chunks: one lock and one lookup per check, by reference (a check
+    /// allocates no key).
+    entries: Mutex<HashMap<String, Entry, BuildHasherDefault<WordHasher>>>,
     served: AtomicU64,
     passed: AtomicU64,
     fetches: AtomicU64,
@@ -112,8 +169,7 @@ impl RangeCache {
         RangeCache {
             inner,
             grids,
-            chunks: Mutex::new(HashMap::new()),
-            types: Mutex::new(HashMap::new()),
+            entries: Mutex::new(HashMap::default()),
             served: AtomicU64::new(0),
             passed: AtomicU64::new(0),
             fetches: AtomicU64::new(0),
@@ -162,36 +218,29 @@ impl RangeCache {
         else {
             return None;
         };
-        let value_type = {
-            let mut types = self.types.lock().ok()?;
-            // Looked up by reference first: the key is cloned once per query, not per check.
-            match types.get(query.as_str()) {
-                Some(known) => *known,
-                None => {
-                    let parsed = promql_parser::parser::parse(query)
-                        .ok()
-                        .map(|e| e.value_type());
-                    types.insert(query.clone(), parsed);
-                    parsed
-                }
-            }
-        }?;
-        if !matches!(value_type, ValueType::Vector | ValueType::Scalar) {
-            return None;
-        }
         let (grid_no, grid, index) = self
             .grids
             .iter()
             .enumerate()
             .find_map(|(i, g)| g.index_of(*t).map(|k| (i, *g, k)))?;
         let chunk = index / MAX_POINTS;
-        let cell = {
-            let mut chunks = self.chunks.lock().ok()?;
-            let sources = match chunks.get_mut(query.as_str()) {
-                Some(sources) => sources,
-                None => chunks.entry(query.clone()).or_default(),
+        let (value_type, cell) = {
+            let mut entries = self.entries.lock().ok()?;
+            // Looked up by reference first: the key is cloned once per query, not per check.
+            let entry = match entries.get_mut(query.as_str()) {
+                Some(entry) => entry,
+                None => entries.entry(query.clone()).or_insert_with(|| Entry {
+                    value_type: promql_parser::parser::parse(query)
+                        .ok()
+                        .map(|e| e.value_type()),
+                    chunks: Vec::new(),
+                }),
             };
-            match sources.iter().find(|(s, _)| s.is(cfg, grid_no, chunk)) {
+            let value_type = entry.value_type?;
+            if !matches!(value_type, ValueType::Vector | ValueType::Scalar) {
+                return None;
+            }
+            let cell = match entry.chunks.iter().find(|(s, _)| s.is(cfg, grid_no, chunk)) {
                 Some((_, cell)) => cell.clone(),
                 None => {
                     let cell = Arc::new(OnceCell::new());
@@ -201,16 +250,19 @@ impl RangeCache {
                         grid: grid_no,
                         chunk,
                     };
-                    sources.push((source, cell.clone()));
+                    entry.chunks.push((source, cell.clone()));
                     cell
                 }
-            }
+            };
+            (value_type, cell)
         };
         let matrix = cell
             .get_or_init(|| self.fetch(cfg, query, grid, chunk, deadline))
             .await
             .clone()?;
-        answer_at(&matrix, *t, value_type)
+        // Where `t` sits in a series with a sample at every step of the chunk.
+        let position = usize::try_from(index - chunk * MAX_POINTS).ok();
+        answer_at(&matrix, *t, position, value_type)
     }
 
     async fn fetch(
@@ -251,17 +303,30 @@ impl RangeCache {
 }
 
 /// The instant answer at `t` from a range matrix, or `None` when it would not be identical.
+/// `position` is where `t`'s sample is in a series without gaps: looked at first, then the
+/// series is searched.
 fn answer_at(
     matrix: &[RangeSeries],
     t: DateTime<Utc>,
+    position: Option<usize>,
     value_type: ValueType,
 ) -> Option<QueryResponse> {
     let ts = t.timestamp_millis() as f64 / 1000.0;
     let mut present = matrix.iter().filter_map(|s| {
-        s.samples
-            .binary_search_by(|p| p.timestamp.total_cmp(&ts))
-            .ok()
-            .map(|i| (s, s.samples[i]))
+        let guessed = position
+            .and_then(|i| s.samples.get(i))
+            .filter(|p| p.timestamp.total_cmp(&ts).is_eq());
+        let sample = match guessed {
+            Some(p) => *p,
+            None => {
+                let i = s
+                    .samples
+                    .binary_search_by(|p| p.timestamp.total_cmp(&ts))
+                    .ok()?;
+                *s.samples.get(i)?
+            }
+        };
+        Some((s, sample))
     });
     let one = present.next();
     if present.next().is_some() {
@@ -285,4 +350,59 @@ fn answer_at(
         infos: Vec::new(),
         histogram_only: Vec::new(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn grid() -> Grid {
+        let start = DateTime::from_timestamp(1_764_000_000, 500_000).unwrap();
+        Grid {
+            start,
+            step: Duration::from_secs(60),
+            end: start + chrono::Duration::hours(1),
+        }
+    }
+
+    #[test]
+    fn only_times_on_the_grid_have_an_index() {
+        let g = grid();
+        let at = |ms: i64| g.start + chrono::Duration::milliseconds(ms);
+        assert_eq!(g.index_of(g.start), Some(0));
+        assert_eq!(g.index_of(at(60_000)), Some(1));
+        assert_eq!(g.index_of(g.end), Some(60));
+        assert_eq!(g.index_of(at(60_000 * 61)), None);
+        assert_eq!(g.index_of(at(-60_000)), None);
+        assert_eq!(g.index_of(at(10_000)), None);
+        // Under a millisecond off counts as on it, as the millisecond offset always did; a
+        // nanosecond before the start does not.
+        assert_eq!(
+            g.index_of(g.start + chrono::Duration::nanoseconds(300_000)),
+            Some(0)
+        );
+        assert_eq!(g.index_of(g.start - chrono::Duration::nanoseconds(1)), None);
+    }
+
+    #[test]
+    fn the_word_hasher_finds_queries_and_tells_tails_apart() {
+        let hash = |s: &str| {
+            let mut h = WordHasher::default();
+            h.write(s.as_bytes());
+            h.finish()
+        };
+        assert_ne!(hash("ab"), hash("ab\0"));
+        assert_ne!(hash("sum(a)"), hash("sum(b)"));
+        assert_eq!(hash("sum(rate(x[5m]))"), hash("sum(rate(x[5m]))"));
+        let mut map: HashMap<String, u8, BuildHasherDefault<WordHasher>> = HashMap::default();
+        for (i, q) in ["a", "ab", "abcdefgh", "abcdefghi", ""]
+            .into_iter()
+            .enumerate()
+        {
+            map.insert(q.to_string(), u8::try_from(i).unwrap());
+        }
+        assert_eq!(map.get("abcdefgh"), Some(&2));
+        assert_eq!(map.get(""), Some(&4));
+        assert_eq!(map.get("abcdefg"), None);
+    }
 }

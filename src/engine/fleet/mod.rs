@@ -100,7 +100,7 @@ impl Engine {
             out,
             metric,
             built_in,
-            &ConditionValue::from(&summary),
+            || ConditionValue::from(&summary),
             message,
         )
     }
