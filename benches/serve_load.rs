@@ -13,7 +13,10 @@
 //!    HTTP hop alone, to serve's `/healthz` and to Prometheus's `/-/healthy`: the difference is
 //!    about one such hop whatever the query, so the ratio depends on what the queries cost.
 //!
-//! `cargo bench --bench serve_load [throughput|overhead]` runs one part. With
+//! 3. `/metrics` exposition: scrapes per second on one connection after checks filled the
+//!    series, this build against the baseline (the hand-written exposition before issue 14).
+//!
+//! `cargo bench --bench serve_load [throughput|metrics|overhead]` runs one part. With
 //! `SERVE_LOAD_BASELINE=/path/to/an/older/rollgate`, every part also runs that binary, in the
 //! same run, so before and after are measured on the same machine under the same load.
 //!
@@ -134,11 +137,11 @@ struct Load {
     latencies: Vec<Duration>,
 }
 
-/// Drives `CONNECTIONS` keep-alive connections for `run`.
-async fn drive(addr: &str, run: Duration) -> Load {
-    let request = std::sync::Arc::new(check_request(addr));
+/// Drives `connections` keep-alive connections sending `request` for `run`.
+async fn drive(addr: &str, run: Duration, request: Vec<u8>, connections: usize) -> Load {
+    let request = std::sync::Arc::new(request);
     let started = Instant::now();
-    let tasks: Vec<_> = (0..CONNECTIONS)
+    let tasks: Vec<_> = (0..connections)
         .map(|_| {
             let request = request.clone();
             let addr = addr.to_string();
@@ -195,8 +198,9 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-/// Requests per second of the check through `bin` with `log_level`.
-fn throughput(bin: &str, label: &str, log_level: &str) -> f64 {
+/// `rollgate serve` from `bin` with the error-rate template, its queries answered by the replay
+/// of the healthy service; the directory holding both lives as long as the returned guard.
+fn replay_server(bin: &str, log_level: &str) -> (ServeProcess, tempfile::TempDir) {
     let dir = template_dir(&[(
         "error-rate.yaml",
         error_rate_template("error-rate", "inconclusive"),
@@ -215,6 +219,12 @@ fn throughput(bin: &str, label: &str, log_level: &str) -> f64 {
             log_level,
         ],
     );
+    (server, dir)
+}
+
+/// Requests per second of the check through `bin` with `log_level`.
+fn throughput(bin: &str, label: &str, log_level: &str) -> f64 {
+    let (server, _templates) = replay_server(bin, log_level);
     let addr = server.url.trim_start_matches("http://").to_string();
     // The driver gets one thread; the server has its own runtime with one worker per core.
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -222,9 +232,9 @@ fn throughput(bin: &str, label: &str, log_level: &str) -> f64 {
         .build()
         .unwrap();
     let rate = runtime.block_on(async {
-        let warm = drive(&addr, WARMUP).await;
+        let warm = drive(&addr, WARMUP, check_request(&addr), CONNECTIONS).await;
         assert_eq!(warm.failed, 0, "warm-up failures");
-        let load = drive(&addr, RUN).await;
+        let load = drive(&addr, RUN, check_request(&addr), CONNECTIONS).await;
         println!(
             "  {label:<28}: {:>7.0} req/s, p50 {:>6.2} ms, p99 {:>6.2} ms, max {:>7.2} ms ({} ok, {} failed, {CONNECTIONS} connections, {:.1} s)",
             load.ok as f64 / load.elapsed.as_secs_f64(),
@@ -247,6 +257,46 @@ fn throughput(bin: &str, label: &str, log_level: &str) -> f64 {
         assert_eq!(read_response(&mut s, &mut buf).await.unwrap(), 200);
     });
     rate
+}
+
+/// `GET /metrics` through `bin` after `METRICS_CHECKS` checks filled its series: scrapes per
+/// second on one connection, their median latency and the body's size. Compares the
+/// exposition (prometheus-client since issue 14) with a baseline's hand-written one.
+fn exposition(bin: &str) -> f64 {
+    const METRICS_CHECKS: Duration = Duration::from_secs(2);
+    const SCRAPES: Duration = Duration::from_secs(5);
+    let (server, _templates) = replay_server(bin, "warn,rollgate::serve::access=warn");
+    let addr = server.url.trim_start_matches("http://").to_string();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let checks = drive(&addr, METRICS_CHECKS, check_request(&addr), 8).await;
+        assert_eq!(checks.failed, 0, "checks before the scrapes failed");
+        let scrape = format!("GET /metrics HTTP/1.1\r\nHost: {addr}\r\n\r\n").into_bytes();
+        let mut s = TcpStream::connect(&addr).await.unwrap();
+        let mut buf = Vec::new();
+        s.write_all(&scrape).await.unwrap();
+        assert_eq!(read_response(&mut s, &mut buf).await.unwrap(), 200);
+        let body = String::from_utf8_lossy(&buf).into_owned();
+        assert!(
+            body.contains("rollgate_"),
+            "no rollgate series in /metrics: {body}"
+        );
+        let load = drive(&addr, SCRAPES, scrape, 1).await;
+        assert_eq!(load.failed, 0, "failed scrapes");
+        let rate = load.ok as f64 / load.elapsed.as_secs_f64();
+        println!(
+            "  {:>7.0} scrapes/s, p50 {:.3} ms, p99 {:.3} ms, {} bytes a scrape ({} checks before)",
+            rate,
+            ms(pct(&load.latencies, 0.5)),
+            ms(pct(&load.latencies, 0.99)),
+            buf.len(),
+            checks.ok
+        );
+        rate
+    })
 }
 
 /// Starts `rollgate serve` from `bin` with `args`.
@@ -475,7 +525,8 @@ async fn timed(work: impl std::future::Future<Output = ()>) -> Duration {
 }
 
 fn main() {
-    // `cargo bench` passes --bench; a further argument picks one part: `throughput` or `overhead`.
+    // `cargo bench` passes --bench; a further argument picks one part: `throughput`, `metrics`
+    // or `overhead`.
     let only: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| !a.starts_with("--"))
@@ -496,6 +547,20 @@ fn main() {
         }
         for (name, ratio) in ratios {
             println!("  {name}: access log on / off = {ratio:.3} (target >= 0.90)");
+        }
+    }
+    if wanted("metrics") {
+        println!("serve_load: GET /metrics on one connection after checks filled its series");
+        let mut rates = Vec::new();
+        for (name, bin) in &binaries {
+            println!(" {name} ({bin}):");
+            rates.push(exposition(bin));
+        }
+        if let [this, baseline] = rates[..] {
+            println!(
+                "  this build / baseline scrapes per second = {:.3}",
+                this / baseline
+            );
         }
     }
     if wanted("overhead") {
