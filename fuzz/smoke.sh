@@ -75,7 +75,7 @@ wait
 failed=()
 for t in "${targets[@]}"; do
   echo "fuzz smoke: $t:"
-  grep -E '^(stat::number_of_executed_units|stat::average_exec_per_sec)|#[0-9]+ +DONE' "$work/$t.log" || true
+  grep -E '^(stat::number_of_executed_units|stat::average_exec_per_sec)|#[0-9]+[[:space:]]+DONE' "$work/$t.log" || true
   if [ "$(cat "$work/$t.rc" 2>/dev/null || echo 1)" != 0 ]; then
     failed+=("$t")
     tail -n 40 "$work/$t.log" >&2
