@@ -7,6 +7,8 @@
 #   bash fuzz/smoke.sh --build                    # only build (CI starts this early, niced)
 # FUZZ_JOBS (default: the number of CPUs) targets run at once; each still gets its full
 # FUZZ_SECONDS of wall time, so a smoke on N cores takes about 1/N of the sequential time.
+# FUZZ_WORK=<dir> keeps the new inputs and logs there (a campaign resumes from them when run
+# again with the same dir); without it they go to a temporary directory removed at the end.
 set -euo pipefail
 
 cd "$(dirname "$0")"
@@ -41,8 +43,13 @@ if $build_only; then
 fi
 
 if [ $# -gt 0 ]; then targets=("$@"); else mapfile -t targets < <(cargo +nightly fuzz list); fi
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+if [ -n "${FUZZ_WORK:-}" ]; then
+  mkdir -p "$FUZZ_WORK"
+  work=$(cd "$FUZZ_WORK" && pwd)
+else
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+fi
 
 # One target: its own log and exit status file, so parallel runs never interleave.
 run_target() {
