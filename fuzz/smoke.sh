@@ -11,6 +11,11 @@
 # again with the same dir); without it they go to a temporary directory removed at the end.
 set -euo pipefail
 
+# Resolved before the cd below, so a relative FUZZ_WORK means the caller's directory.
+if [ -n "${FUZZ_WORK:-}" ]; then
+  mkdir -p "$FUZZ_WORK"
+  FUZZ_WORK=$(cd "$FUZZ_WORK" && pwd)
+fi
 cd "$(dirname "$0")"
 export PATH="$HOME/.cargo/bin:$PATH"
 SECONDS_EACH=${FUZZ_SECONDS:-20}
@@ -44,8 +49,7 @@ fi
 
 if [ $# -gt 0 ]; then targets=("$@"); else mapfile -t targets < <(cargo +nightly fuzz list); fi
 if [ -n "${FUZZ_WORK:-}" ]; then
-  mkdir -p "$FUZZ_WORK"
-  work=$(cd "$FUZZ_WORK" && pwd)
+  work=$FUZZ_WORK
 else
   work=$(mktemp -d)
   trap 'rm -rf "$work"' EXIT
