@@ -12,6 +12,8 @@
 //!    their own). Prints both medians, their difference and ratio (target <= 1.2), and the
 //!    HTTP hop alone, to serve's `/healthz` and to Prometheus's `/-/healthy`: the difference is
 //!    about one such hop whatever the query, so the ratio depends on what the queries cost.
+//!    Then `CPU_CHECKS` checks in a row give serve's CPU time per check (its process's user +
+//!    system time), which tells work from waiting.
 //!
 //! 3. `/metrics` exposition: scrapes per second on one connection after checks filled the
 //!    series, this build against the baseline (the hand-written exposition before issue 14).
@@ -378,6 +380,8 @@ struct Overhead {
     serve: Duration,
     plain: Duration,
     own_ms: f64,
+    /// Serve's CPU time per check, in ms.
+    cpu_ms: f64,
 }
 
 /// Runs the overhead comparison against `bin`; returns the largest own-share median (ms).
@@ -483,6 +487,12 @@ fn overhead(bin: &str) -> f64 {
                 hop_times.push(bare);
                 prom_hop_times.push(timed(prom_hop()).await);
             }
+            // Serve's own CPU per check (user + sys of its process), against the latency.
+            let cpu_before = process_cpu(server.pid());
+            for _ in 0..CPU_CHECKS {
+                via_serve().await;
+            }
+            let cpu_per_check = (process_cpu(server.pid()) - cpu_before) / CPU_CHECKS as f64;
             s.sort();
             p.sort();
             own.sort_by(f64::total_cmp);
@@ -491,21 +501,23 @@ fn overhead(bin: &str) -> f64 {
                 serve: pct(&s, 0.5),
                 plain: pct(&p, 0.5),
                 own_ms: own[own.len() / 2],
+                cpu_ms: cpu_per_check * 1e3,
             });
         }
     });
     hop_times.sort();
     let hop = pct(&hop_times, 0.5);
-    println!("  series per query | 2 queries alone | check via serve | serve - alone | ratio (target <= 1.2) | own share (serve - alone - hop, target <= 0.05 ms)");
+    println!("  series per query | 2 queries alone | check via serve | serve - alone | ratio (target <= 1.2) | own share (serve - alone - hop, target <= 0.05 ms) | serve CPU per check");
     for r in &rows {
         println!(
-            "  {:>16} | {:>12.3} ms | {:>12.3} ms | {:>+10.3} ms | {:>21.3} | {:>+10.3} ms",
+            "  {:>16} | {:>12.3} ms | {:>12.3} ms | {:>+10.3} ms | {:>21.3} | {:>+10.3} ms | {:.3} ms",
             r.series,
             ms(r.plain),
             ms(r.serve),
             ms(r.serve) - ms(r.plain),
             r.serve.as_secs_f64() / r.plain.as_secs_f64(),
-            r.own_ms
+            r.own_ms,
+            r.cpu_ms
         );
     }
     prom_hop_times.sort();
@@ -515,6 +527,21 @@ fn overhead(bin: &str) -> f64 {
         ms(pct(&prom_hop_times, 0.5))
     );
     rows.iter().map(|r| r.own_ms).fold(f64::MIN, f64::max)
+}
+
+/// Checks sent one after another to measure serve's CPU time per check.
+const CPU_CHECKS: usize = 1_000;
+
+/// User + system CPU seconds of process `pid` so far (Linux `/proc/<pid>/stat`).
+fn process_cpu(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // Fields after the command name, which is in parentheses and may contain spaces.
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the whole line, 12 and 13 after the name.
+    let ticks: f64 = fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap();
+    // The kernel's USER_HZ is 100 on every Linux architecture rollgate builds for.
+    ticks / 100.0
 }
 
 /// How long `work` takes.
