@@ -1,9 +1,10 @@
 //! Prints the simulation tables of `docs/statistics.md`.
 //!
 //! `cargo run --release --example compare_simulation [-- --runs N] [--sizes] [--latency] [--levels]
-//! [--histogram]`
+//! [--histogram] [--ratio]`
 //!
-//! - Ratio form: 10,000 rollouts per scenario, ten checks each on cumulative counts.
+//! - Ratio form: 10,000 rollouts per scenario, ten checks each on cumulative counts (`--ratio`:
+//!   only these two tables).
 //! - Distribution form: healthy and shifted latency in a sliding window.
 //! - Histogram form (`--histogram`: only this table): per-request latency from buckets.
 //! - With `--sizes`: events (or samples) per side needed for 80 % detection, by bisection on the
@@ -62,6 +63,9 @@ fn main() -> Result<(), StatsError> {
             print_row(&row);
         }
         println!();
+    }
+    if args.iter().any(|a| a == "--ratio") {
+        return Ok(());
     }
 
     for (correct, label) in [

@@ -17,7 +17,7 @@
 //!   the placement variance and the permutation variance of `U` with ties, so a complete
 //!   separation of a few requests is not "infinitely significant".
 //! - **threshold**: the share of requests slower than a bucket bound, an exact count test: the
-//!   ratio form's Fisher test at the tolerance's odds ratio ([`compare_ratio`]).
+//!   ratio form's unconditional exact test of the relative tolerance ([`compare_ratio`]).
 //!
 //! The multiplicative shift `canary / stable` is estimated as the `delta` with `theta(delta) =
 //! 1/2` (a Hodges-Lehmann estimate on the bucketed data) with its one-sided lower bound at the

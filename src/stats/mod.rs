@@ -1,8 +1,8 @@
 //! Statistics for the `compare` metric kind: canary versus stable, with no I/O.
 //!
 //! - [`compare_ratio`]: counts of bad and total events per side (the ratio form), judged by exact
-//!   tests whose null hypothesis already contains the tolerance (Fisher's exact test at the
-//!   tolerance's odds ratio; an exact unconditional test for an absolute margin).
+//!   tests whose null hypothesis already contains the tolerance (exact unconditional tests of
+//!   the relative tolerance and of an absolute margin).
 //! - [`compare_distributions`]: samples per side (the distribution form), judged as Kayenta's
 //!   judge does, by Mann-Whitney U and the Hodges-Lehmann shift interval plus an effect gate.
 //! - [`compare_histograms`]: per-request latency from histogram buckets (the histogram form),
@@ -32,6 +32,7 @@ mod rng;
 mod sequential;
 mod simulation;
 mod sort;
+mod unconditional;
 
 pub use buckets::{BucketError, Buckets, HistogramSide};
 pub use distribution::{

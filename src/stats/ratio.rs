@@ -11,10 +11,13 @@
 //! (an intersection-union test: no multiplicity penalty, level kept), and the p-value is the
 //! larger of the two:
 //!
-//! - H0_rel: Fisher's exact test, one-sided, at the odds ratio the tolerance allows
-//!   (`ψ0 = (1+r)(1-p)/(1-(1+r)p)` at the restricted maximum-likelihood stable rate `p`, which
-//!   is `1 + r` up to a rounding for small rates, and exactly 1 for `r = 0`). Conditioning on the
-//!   total of bad events removes stable's rate from the distribution, so this is exact.
+//! - H0_rel: an exact unconditional test (`super::unconditional`): tables ordered by the
+//!   Farrington-Manning score statistic for the rate ratio, the tail summed exactly over both
+//!   binomial counts, maximised over a confidence interval for stable's rate and increased by
+//!   that interval's error (Berger & Boos 1994), so its size is at most the level. It replaced
+//!   Fisher's conditional test at the tolerance's odds ratio, which kept the level by
+//!   conditioning on the total of bad events and lost power to that distribution's coarseness
+//!   ([`super::fisher_exact_one_sided`] stays available).
 //! - H0_abs (only when `margin > 0`): an absolute margin cannot be carried by a conditional test
 //!   (conditioning on the total throws away the level the margin refers to), so it uses an exact
 //!   unconditional test: the statistic is the observed excess `D = x_c/n_c - x_s/n_s - m`, and the
@@ -29,9 +32,9 @@ use serde::Serialize;
 
 use super::binomial::Window;
 use super::error::StatsError;
-use super::fisher::fisher_exact_one_sided;
 use super::format;
 use super::sequential::{look_alpha, Look};
+use super::unconditional::relative_score_test;
 use super::Verdict;
 
 /// Bad and total event counts per side over the same window.
@@ -105,14 +108,27 @@ impl RatioSide {
 pub struct RatioTest {
     /// The p-value of H0 "within tolerance": the larger of the parts that apply.
     pub p_value: f64,
-    /// Fisher's exact p-value of "odds ratio <= the relative tolerance's"; `None` when only the
-    /// absolute margin applies (`maxIncrease: 0`, `margin > 0`).
+    /// The exact unconditional p-value of "canary rate <= (1 + maxIncrease) x stable's"
+    /// (Berger-Boos: the largest tail over a confidence interval for stable's rate, plus
+    /// 1e-7); `None` when only the absolute margin applies (`maxIncrease: 0`, `margin > 0`).
     pub relative_p_value: Option<f64>,
-    /// The odds-ratio bound Fisher's test used.
-    pub odds_ratio_bound: Option<f64>,
+    /// The same tail at the restricted estimate alone (the E-test), for comparison: not used
+    /// for the verdict, because alone it can exceed the level slightly at small counts.
+    pub relative_estimated_p_value: Option<f64>,
+    /// Whether `relativePValue` is the supremum. `false` when the E-test's value (plus 1e-7)
+    /// already exceeded this check's level, or the canary's rate was within the tolerance: the
+    /// verdict is then `NotWorse` either way, the supremum (which can only be larger) is not
+    /// computed, and `relativePValue` is that lower bound.
+    pub relative_supremum: Option<bool>,
+    /// The observed score statistic (Farrington-Manning) that orders the tables of that test.
+    pub relative_score: Option<f64>,
+    /// Stable's rate at the most likely point of the relative tolerance's boundary, where that
+    /// p-value is computed.
+    pub relative_null_stable_rate: Option<f64>,
     /// The unconditional exact p-value of "difference <= margin"; `None` when `margin` is 0.
     pub absolute_p_value: Option<f64>,
-    /// Stable's rate at the most likely point of the margin's boundary.
+    /// Stable's rate at the most likely point of the margin's boundary, where the absolute
+    /// p-value is computed; `None` when `margin` is 0.
     pub null_stable_rate: Option<f64>,
 }
 
@@ -195,11 +211,13 @@ pub fn compare_ratio(input: &RatioInput, opts: &RatioOptions) -> Result<RatioOut
     if !enough_requests(input, opts.min_requests) {
         return Ok(outcome);
     }
-    let test = tolerance_test(input, tolerance);
     let beyond = match (canary.rate, tolerated_rate) {
         (Some(c), Some(t)) => c > t,
         _ => false,
     };
+    // Only a canary beyond the tolerance can fail, and only at a p-value within the level: the
+    // costly supremum is computed only then (`RatioTest::relative_supremum`).
+    let test = tolerance_test(input, tolerance, if beyond { alpha } else { 0.0 });
     outcome.verdict = if beyond && test.p_value <= alpha {
         Verdict::Worse
     } else {
@@ -224,7 +242,11 @@ pub fn ratio_p_value(
 ) -> Result<RatioTest, StatsError> {
     validate_tolerance(max_increase, margin)?;
     validate_counts(input)?;
-    Ok(tolerance_test(input, Tolerance::new(max_increase, margin)))
+    Ok(tolerance_test(
+        input,
+        Tolerance::new(max_increase, margin),
+        1.0,
+    ))
 }
 
 impl RatioOutcome {
@@ -377,11 +399,16 @@ impl Tolerance {
 /// observation: points within it are ties, and the observation itself is always counted.
 const TIE_SLACK: f64 = 1e-6;
 
-fn tolerance_test(input: &RatioInput, tolerance: Tolerance) -> RatioTest {
+/// The test of H0; the relative half's supremum is computed only when its p-value could be at
+/// most `needed` (1: always).
+fn tolerance_test(input: &RatioInput, tolerance: Tolerance, needed: f64) -> RatioTest {
     let mut test = RatioTest {
         p_value: 1.0,
         relative_p_value: None,
-        odds_ratio_bound: None,
+        relative_estimated_p_value: None,
+        relative_supremum: None,
+        relative_score: None,
+        relative_null_stable_rate: None,
         absolute_p_value: None,
         null_stable_rate: None,
     };
@@ -392,11 +419,13 @@ fn tolerance_test(input: &RatioInput, tolerance: Tolerance) -> RatioTest {
     let m = tolerance.absolute;
     let mut p: f64 = 0.0;
     if r > 0.0 || m == 0.0 {
-        let psi = odds_ratio_bound(input, r);
-        let rel = fisher_exact_one_sided(input, psi);
-        test.relative_p_value = Some(rel);
-        test.odds_ratio_bound = Some(psi);
-        p = p.max(rel);
+        let rel = relative_score_test(input, r, needed);
+        test.relative_p_value = Some(rel.p_value);
+        test.relative_estimated_p_value = Some(rel.estimated_p_value);
+        test.relative_supremum = Some(rel.supremum);
+        test.relative_score = Some(rel.z);
+        test.relative_null_stable_rate = Some(rel.null_stable_rate);
+        p = p.max(rel.p_value);
     }
     if m > 0.0 {
         let (abs, ps) = margin_e_test(input, m);
@@ -406,20 +435,6 @@ fn tolerance_test(input: &RatioInput, tolerance: Tolerance) -> RatioTest {
     }
     test.p_value = p.clamp(0.0, 1.0);
     test
-}
-
-/// The odds ratio at the boundary `p_c = (1 + r) p_s`, at the restricted MLE of `p_s`.
-fn odds_ratio_bound(input: &RatioInput, r: f64) -> f64 {
-    if r == 0.0 {
-        return 1.0;
-    }
-    let ps = restricted_mle(input, Tolerance::new(r, 0.0));
-    let pc = (1.0 + r) * ps;
-    if pc >= 1.0 {
-        f64::INFINITY
-    } else {
-        (1.0 + r) * (1.0 - ps) / (1.0 - pc)
-    }
 }
 
 /// The E-test of `p_c <= p_s + m`: its p-value and the null stable rate it used.
@@ -588,7 +603,11 @@ mod tests {
         let opts = RatioOptions::new(0.2, 0.001, 0.95);
         let bad = compare_ratio(&input(360, 12_000, 60, 12_000), &opts).unwrap();
         assert_eq!(bad.verdict, Verdict::Worse);
-        assert!(bad.p_value.unwrap() < 1e-10);
+        // The relative p-value's floor is Berger-Boos' 1e-7; the E-test's own tail is tiny.
+        let test = bad.test.unwrap();
+        assert!(bad.p_value.unwrap() <= 1.01e-7, "{test:?}");
+        assert!(test.relative_estimated_p_value.unwrap() < 1e-10, "{test:?}");
+        assert_eq!(test.relative_supremum, Some(true));
         let ok = compare_ratio(&input(62, 12_000, 60, 12_000), &opts).unwrap();
         assert_eq!(ok.verdict, Verdict::NotWorse);
         assert!(ok.p_value.unwrap() > 0.3);
@@ -598,9 +617,13 @@ mod tests {
     fn tolerance_is_part_of_the_hypothesis() {
         // 1.1x stable with huge counts: significant against "equal", not against "<= 1.2x".
         let data = input(110_000, 10_000_000, 100_000, 10_000_000);
-        let strict = ratio_p_value(&data, 0.0, 0.0).unwrap().p_value;
+        let strict = ratio_p_value(&data, 0.0, 0.0).unwrap();
         let tolerant = ratio_p_value(&data, 0.2, 0.0).unwrap().p_value;
-        assert!(strict < 1e-12, "strict {strict}");
+        assert!(strict.p_value <= 1.01e-7, "strict {strict:?}");
+        assert!(
+            strict.relative_estimated_p_value.unwrap() < 1e-12,
+            "strict {strict:?}"
+        );
         assert!(tolerant > 0.999, "tolerant {tolerant}");
     }
 
@@ -608,7 +631,8 @@ mod tests {
     fn absolute_margin_can_fail_a_canary_when_stable_has_no_errors() {
         // Stable 0/50,000; canary 190/50,000 = 0.38 %, margin 0.1 %: clearly beyond the margin.
         let t = ratio_p_value(&input(190, 50_000, 0, 50_000), 0.2, 0.001).unwrap();
-        assert!(t.p_value < 1e-10, "p {}", t.p_value);
+        assert!(t.absolute_p_value.unwrap() < 1e-10, "{t:?}");
+        assert!(t.p_value <= 1.01e-7, "{t:?}");
         // ... while 60/50,000 (0.12 %) is not significantly beyond 0.1 %.
         let t = ratio_p_value(&input(60, 50_000, 0, 50_000), 0.2, 0.001).unwrap();
         assert!(t.p_value > 0.05, "p {}", t.p_value);

@@ -40,7 +40,11 @@ struct RatioCase {
     margin: f64,
     p: f64,
     relative_p: Option<f64>,
+    relative_estimated_p: Option<f64>,
+    relative_null_stable_rate: Option<f64>,
+    relative_score: Option<Value>,
     odds_ratio_bound: Option<Value>,
+    fisher_relative_p: Option<f64>,
     absolute_p: Option<f64>,
     null_stable_rate: Option<f64>,
 }
@@ -141,14 +145,44 @@ fn ratio_test_matches_reference() {
             (None, None) => {}
             other => panic!("{ctx}: absolute part {other:?}"),
         }
-        match (got.odds_ratio_bound, &c.odds_ratio_bound) {
+        match (got.relative_estimated_p_value, c.relative_estimated_p) {
+            (Some(g), Some(w)) => assert!(close(g, w, 1e-9), "{ctx}: E-test {g:e} vs {w:e}"),
+            (None, None) => {}
+            other => panic!("{ctx}: E-test part {other:?}"),
+        }
+        if let (Some(g), Some(w)) = (got.relative_null_stable_rate, c.relative_null_stable_rate) {
+            assert!(
+                (g - w).abs() <= 1e-12 + 1e-9 * w,
+                "{ctx}: relative null rate {g} vs {w}"
+            );
+        }
+        match (got.relative_score, &c.relative_score) {
             (Some(g), Some(Value::Number(w))) => {
                 let w = w.as_f64().unwrap();
-                assert!(close(g, w, 1e-12), "{ctx}: odds bound {g} vs {w}");
+                assert!(
+                    (g - w).abs() <= 1e-9 * w.abs().max(1.0),
+                    "{ctx}: score {g} vs {w}"
+                );
             }
-            (Some(g), Some(Value::String(s))) if s == "inf" => assert!(g.is_infinite(), "{ctx}"),
+            (Some(g), Some(Value::String(s))) => {
+                assert!(
+                    g.is_infinite() && (g > 0.0) == (s == "inf"),
+                    "{ctx}: score {g}"
+                );
+            }
             (None, None) => {}
-            other => panic!("{ctx}: odds bound {other:?}"),
+            other => panic!("{ctx}: score {other:?}"),
+        }
+        // Fisher's conditional test at the tolerance's odds ratio, which the relative half used
+        // before: still public, still equal to the 50-digit sum.
+        match (&c.odds_ratio_bound, c.fisher_relative_p) {
+            (Some(Value::Number(psi)), Some(w)) => {
+                let g = fisher_exact_one_sided(&input, psi.as_f64().unwrap());
+                assert!(close(g, w, 1e-9), "{ctx}: Fisher {g:e} vs {w:e}");
+            }
+            (Some(Value::String(s)), Some(w)) if s == "inf" => assert_eq!(w, 1.0, "{ctx}"),
+            (None, None) => {}
+            other => panic!("{ctx}: Fisher part {other:?}"),
         }
         if let (Some(g), Some(w)) = (got.null_stable_rate, c.null_stable_rate) {
             assert!(

@@ -156,10 +156,11 @@ fn row_with(design: Design, name: &str) -> SimulationRow {
 /// `windows: cumulative` (group-sequential boundaries) on cumulative counts: the least
 /// favourable healthy canary uses most of the 5 % budget, never more, and the 1 % -> 2 %
 /// regression at 2,000 requests per side is caught about as often as by one final check.
-/// Release figures (10,000 rollouts, docs/statistics.md): 4.30 % at the tolerance, 52.3 %
-/// for 1 % -> 2 % (34.6 % with the union bound), 93.5 % at 6,000 per side (84.9 %), against
-/// 94.8 % for the whole budget spent at one final check at 6,000 per side: the ceiling of any
-/// spending over the ten checks, which is why 95 % is out of reach at that traffic.
+/// Release figures (10,000 rollouts, docs/statistics.md; unconditional exact test, spending
+/// `α (k/N)^3`): 4.88 % at the tolerance and 4.87 % for identical canaries under zero
+/// tolerance, 58.5 % for 1 % -> 2 % (39.4 % with the union bound), 94.9 % at 6,000 per side
+/// (86.7 %), against 95.5 % for the whole budget spent at one final check at 6,000 per side:
+/// the ceiling of any spending over the ten checks.
 #[test]
 fn group_sequential_boundaries_use_the_budget_and_keep_it() {
     let gs = |name| row_with(Design::GroupSequential, name);
@@ -183,7 +184,7 @@ fn group_sequential_boundaries_use_the_budget_and_keep_it() {
         assert!(g.failed_rate >= 0.5, "{g:?}");
         let ten = gs("2x: 1 % -> 2 %, 6,000/side").failed_rate;
         let ceiling = gs("2x: 1 % -> 2 %, one final check at 6,000/side").failed_rate;
-        assert!(ten >= 0.9, "{ten}");
+        assert!(ten >= 0.94, "{ten}");
         // Ten looks cost little against the ceiling, and never beat it (they would only if
         // the levels spent more than the budget).
         assert!(ten < ceiling && ceiling - ten <= 0.02, "{ten} vs {ceiling}");

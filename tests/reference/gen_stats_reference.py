@@ -10,10 +10,16 @@ Sections (each a list of cases):
   (alternative="greater"). Other odds ratios: the noncentral hypergeometric tail summed over the
   whole support in 50-digit mpmath arithmetic; scipy.stats.nchypergeom_fisher.sf is recorded next
   to it as a cross-check (it is accurate to ~1e-8 only).
-- ratio: the full tolerance test. The restricted maximum-likelihood stable rate is found with
-  scipy.optimize.brentq on the derivative of the log-likelihood; the relative half is the Fisher
-  tail above at the odds ratio (1+r)(1-p)/(1-(1+r)p); the absolute half is the E-test summed over
-  the whole stable support with scipy.stats.binom (pmf * sf); the p-value is the larger.
+- ratio: the full tolerance test. The restricted maximum-likelihood stable rates are found with
+  scipy.optimize.brentq on the derivative of the log-likelihood. The relative half is the
+  unconditional test of p_c <= (1+r) p_s ordered by the Farrington-Manning score statistic:
+  P(Z >= z_observed) summed over the whole support of both counts (every stable count, every
+  canary count) with scipy.stats.binom, at the brentq null point (the E-test, recorded as
+  relativeEstimatedP) and as the Berger-Boos supremum over a grid (see relative_test); the
+  absolute half is the E-test
+  of the margin summed over the whole stable support (pmf * sf); the p-value is the larger.
+  Fisher's tail at the tolerance's odds ratio (1+r)(1-p)/(1-(1+r)p), which the relative half
+  used before, is kept as `fisherRelativeP` (fisher_exact_one_sided stays public).
 - mann_whitney: scipy.stats.mannwhitneyu with method="exact" (no ties) and "asymptotic"
   (use_continuity=True), all three alternatives.
 - hodges_lehmann: all n*m pairwise differences sorted with numpy; estimate = numpy.median; the
@@ -111,19 +117,83 @@ def restricted_mle(xc, nc, xs, ns, a, b, lo, hi):
     return optimize.brentq(deriv, lo + eps, hi - eps, xtol=1e-300, rtol=8.9e-16, maxiter=1000)
 
 
+def score_z(xc, nc, xs, ns, theta):
+    """Farrington-Manning score statistic for p_c = theta p_s (vectorised over the counts)."""
+    xc = np.asarray(xc, dtype=np.float64)
+    xs = np.asarray(xs, dtype=np.float64)
+    a = theta * (nc + ns)
+    b = theta * nc + xc + ns + theta * xs
+    c = xc + xs
+    disc = np.maximum(b * b - 4.0 * a * c, 0.0)
+    ps = np.minimum(np.where(c > 0, 2.0 * c / (b + np.sqrt(disc)), 0.0), 1.0 / theta)
+    pc = np.minimum(theta * ps, 1.0)
+    num = xc / nc - theta * xs / ns
+    var = pc * (1.0 - pc) / nc + theta * theta * ps * (1.0 - ps) / ns
+    safe = np.where(var > 0, var, 1.0)
+    signed = np.where(num > 0, np.inf, np.where(num < 0, -np.inf, 0.0))
+    return np.where(var > 0, num / np.sqrt(safe), signed)
+
+
+GAMMA = 1e-7
+GRID_STEPS = 16
+
+
+def relative_test(xc, nc, xs, ns, r):
+    """The relative half: Berger-Boos p-value of the score-ordered unconditional test.
+
+    For every stable count the extreme canary counts are found on the whole support (Z >= z_obs,
+    ties within 1e-10 relative); P(extreme) at a null point is then sum_x binom.pmf(x) *
+    binom.sf(threshold - 1) over every stable count. The E-test is that at the restricted MLE
+    (brentq); the p-value is the largest over 17 points equally spaced in asin(sqrt(p)) across
+    Wilson's interval for stable's rate at z = norm.isf(GAMMA / 2) and the estimate when it lies
+    in that interval, plus GAMMA (Berger & Boos 1994).
+    """
+    theta = 1.0 + r
+    cap = 1.0 / theta
+    ps_hat = restricted_mle(xc, nc, xs, ns, theta, 0.0, 0.0, cap)
+    z_obs = float(score_z(xc, nc, xs, ns, theta))
+    cut = z_obs - 1e-10 * max(1.0, abs(z_obs))
+    canary = np.arange(nc + 1)
+    stable = np.arange(ns + 1)
+    thresholds = np.empty(ns + 1)
+    for x in stable:
+        extreme = np.nonzero(score_z(canary, nc, x, ns, theta) >= cut)[0]
+        thresholds[x] = extreme[0] if len(extreme) else nc + 1
+
+    def tail(ps):
+        pc = min(1.0, theta * ps)
+        return float(np.sum(stats.binom.pmf(stable, ns, ps) * stats.binom.sf(thresholds - 1, nc, pc)))
+
+    z = stats.norm.isf(GAMMA / 2)
+    p = xs / ns
+    centre = (p + z * z / (2 * ns)) / (1 + z * z / ns)
+    half = z / (1 + z * z / ns) * math.sqrt(p * (1 - p) / ns + z * z / (4 * ns * ns))
+    lo, hi = max(0.0, centre - half), min(1.0, centre + half)
+    a, b = math.asin(math.sqrt(min(lo, cap))), math.asin(math.sqrt(min(hi, cap)))
+    grid = [min(cap, math.sin(a + (b - a) * j / GRID_STEPS) ** 2) for j in range(GRID_STEPS + 1)]
+    estimated = min(1.0, max(0.0, tail(ps_hat)))
+    supremum = max(tail(q) for q in grid)
+    if lo <= ps_hat <= hi:
+        supremum = max(supremum, estimated)
+    return min(1.0, supremum + GAMMA), estimated, ps_hat, z_obs
+
+
 def ratio_reference(xc, nc, xs, ns, r, m):
-    out = dict(relativeP=None, oddsRatioBound=None, absoluteP=None, nullStableRate=None)
+    out = dict(relativeP=None, relativeEstimatedP=None, relativeNullStableRate=None,
+               relativeScore=None, oddsRatioBound=None, fisherRelativeP=None, absoluteP=None,
+               nullStableRate=None)
     p = 0.0
     if r > 0 or m == 0:
-        if r == 0:
-            psi = 1.0
-        else:
-            ps = restricted_mle(xc, nc, xs, ns, 1.0 + r, 0.0, 0.0, 1.0 / (1.0 + r))
-            pc = (1.0 + r) * ps
-            psi = math.inf if pc >= 1.0 else (1.0 + r) * (1.0 - ps) / (1.0 - pc)
-        rel = 1.0 if math.isinf(psi) else fnch_upper_mp(xc, nc, xs, ns, psi)
-        out["relativeP"], out["oddsRatioBound"] = rel, psi
+        rel, estimated, ps, z = relative_test(xc, nc, xs, ns, r)
+        out["relativeP"], out["relativeEstimatedP"] = rel, estimated
+        out["relativeNullStableRate"], out["relativeScore"] = ps, z
         p = max(p, rel)
+        # The conditional test the relative half used before (fisher_exact_one_sided, still
+        # public API) at the tolerance's odds ratio.
+        pc = (1.0 + r) * ps
+        psi = 1.0 if r == 0 else (math.inf if pc >= 1.0 else (1.0 + r) * (1.0 - ps) / (1.0 - pc))
+        out["oddsRatioBound"] = psi
+        out["fisherRelativeP"] = 1.0 if math.isinf(psi) else fnch_upper_mp(xc, nc, xs, ns, psi)
     if m > 0:
         ps = restricted_mle(xc, nc, xs, ns, 1.0, m, 0.0, 1.0 - m)
         pc = min(1.0, ps + m)
@@ -155,6 +225,8 @@ def ratio_cases():
         case = dict(canaryBad=xc, canaryTotal=nc, stableBad=xs, stableTotal=ns, maxIncrease=r,
                     margin=m)
         case.update(ref)
+        if case["relativeScore"] is not None and math.isinf(case["relativeScore"]):
+            case["relativeScore"] = "inf" if case["relativeScore"] > 0 else "-inf"
         if case["oddsRatioBound"] is not None and math.isinf(case["oddsRatioBound"]):
             case["oddsRatioBound"] = "inf"
         cases.append(case)
