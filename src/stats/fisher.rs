@@ -151,15 +151,7 @@ impl Noncentral {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn input(cb: u64, ct: u64, sb: u64, st: u64) -> RatioInput {
-        RatioInput {
-            canary_bad: cb,
-            canary_total: ct,
-            stable_bad: sb,
-            stable_total: st,
-        }
-    }
+    use crate::stats::ratio::input;
 
     #[test]
     fn central_case_is_the_hypergeometric_tail() {

@@ -585,18 +585,21 @@ fn xlogy(x: f64, y: f64) -> f64 {
     }
 }
 
+/// Test counts in the order the tests write them: canary bad, canary total, stable bad, stable
+/// total (shared by the tests of the ratio, Fisher and unconditional modules).
+#[cfg(test)]
+pub(super) fn input(cb: u64, ct: u64, sb: u64, st: u64) -> RatioInput {
+    RatioInput {
+        canary_bad: cb,
+        canary_total: ct,
+        stable_bad: sb,
+        stable_total: st,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn input(cb: u64, ct: u64, sb: u64, st: u64) -> RatioInput {
-        RatioInput {
-            canary_bad: cb,
-            canary_total: ct,
-            stable_bad: sb,
-            stable_total: st,
-        }
-    }
 
     #[test]
     fn clear_regression_fails_and_healthy_passes() {

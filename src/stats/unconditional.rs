@@ -219,15 +219,7 @@ impl Score {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn input(cb: u64, ct: u64, sb: u64, st: u64) -> RatioInput {
-        RatioInput {
-            canary_bad: cb,
-            canary_total: ct,
-            stable_bad: sb,
-            stable_total: st,
-        }
-    }
+    use crate::stats::ratio::input;
 
     /// The walk relies on `Z` rising with the canary's count and falling with stable's.
     #[test]
