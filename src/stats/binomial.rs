@@ -77,15 +77,36 @@ impl Window {
         self.lo + self.probs.len() as u64 - 1
     }
 
-    /// `tail[i] = P(X >= lo + i)`, with one extra trailing 0.
-    pub(crate) fn upper_tails(&self) -> Vec<f64> {
-        let mut tails = vec![0.0; self.probs.len() + 1];
+    /// `P(X >= x)` for every `x`, from one pass over the table.
+    pub(crate) fn upper_tails(&self) -> UpperTails {
+        let mut tails = vec![0.0; self.probs.len()];
         let mut acc = 0.0;
         for i in (0..self.probs.len()).rev() {
             acc += self.probs[i];
             tails[i] = acc;
         }
-        tails
+        UpperTails { lo: self.lo, tails }
+    }
+}
+
+/// The upper tails of a [`Window`]: `P(X >= x)`, 1 below the table and 0 above it.
+#[derive(Debug, Clone)]
+pub(crate) struct UpperTails {
+    lo: u64,
+    tails: Vec<f64>,
+}
+
+impl UpperTails {
+    /// `P(X >= x)`.
+    pub(crate) fn at_least(&self, x: u64) -> f64 {
+        if x <= self.lo {
+            return 1.0;
+        }
+        usize::try_from(x - self.lo)
+            .ok()
+            .and_then(|i| self.tails.get(i))
+            .copied()
+            .unwrap_or(0.0)
     }
 }
 

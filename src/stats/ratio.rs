@@ -458,16 +458,10 @@ fn margin_e_test(input: &RatioInput, m: f64) -> (f64, f64) {
     for (i, w) in stable.probs.iter().enumerate() {
         let x = stable.lo + i as u64;
         let threshold = (ncf * (observed + tolerance.allowed(x as f64 / nsf)) - TIE_SLACK).ceil();
-        // Used only strictly inside (lo, hi]: a whole number indexing `tails`.
+        // A whole number; below 0 every count qualifies, and the cast saturates above u64::MAX.
         #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-        let tail = if threshold <= canary.lo as f64 {
-            1.0
-        } else if threshold > canary.hi() as f64 {
-            0.0
-        } else {
-            tails[(threshold as u64 - canary.lo) as usize]
-        };
-        p += w * tail;
+        let threshold = threshold.max(0.0) as u64;
+        p += w * tails.at_least(threshold);
     }
     (p.clamp(0.0, 1.0), ps)
 }

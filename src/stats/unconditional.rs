@@ -136,18 +136,7 @@ fn extreme_tails(score: &Score, cut: f64, tables: &[(Window, Window)]) -> Vec<f6
                 .probs
                 .iter()
                 .zip(&thresholds[offset..])
-                .map(|(w, &t)| {
-                    let tail = if t <= canary.lo {
-                        1.0
-                    } else if t > canary.hi() {
-                        0.0
-                    } else {
-                        #[allow(clippy::cast_possible_truncation)]
-                        let i = (t - canary.lo) as usize;
-                        tails[i]
-                    };
-                    w * tail
-                })
+                .map(|(w, &t)| w * tails.at_least(t))
                 .sum()
         })
         .collect()

@@ -135,27 +135,20 @@ fn ratio_test_matches_reference() {
             got.p_value,
             c.p
         );
-        match (got.relative_p_value, c.relative_p) {
-            (Some(g), Some(w)) => assert!(close(g, w, 1e-9), "{ctx}: relative {g:e} vs {w:e}"),
-            (None, None) => {}
-            other => panic!("{ctx}: relative part {other:?}"),
-        }
-        match (got.absolute_p_value, c.absolute_p) {
-            (Some(g), Some(w)) => assert!(close(g, w, 1e-9), "{ctx}: absolute {g:e} vs {w:e}"),
-            (None, None) => {}
-            other => panic!("{ctx}: absolute part {other:?}"),
-        }
-        match (got.relative_estimated_p_value, c.relative_estimated_p) {
-            (Some(g), Some(w)) => assert!(close(g, w, 1e-9), "{ctx}: E-test {g:e} vs {w:e}"),
-            (None, None) => {}
-            other => panic!("{ctx}: E-test part {other:?}"),
-        }
-        if let (Some(g), Some(w)) = (got.relative_null_stable_rate, c.relative_null_stable_rate) {
-            assert!(
-                (g - w).abs() <= 1e-12 + 1e-9 * w,
-                "{ctx}: relative null rate {g} vs {w}"
-            );
-        }
+        same_part(&ctx, "relative", got.relative_p_value, c.relative_p);
+        same_part(&ctx, "absolute", got.absolute_p_value, c.absolute_p);
+        same_part(
+            &ctx,
+            "E-test",
+            got.relative_estimated_p_value,
+            c.relative_estimated_p,
+        );
+        same_rate(
+            &ctx,
+            "relative null rate",
+            got.relative_null_stable_rate,
+            c.relative_null_stable_rate,
+        );
         match (got.relative_score, &c.relative_score) {
             (Some(g), Some(Value::Number(w))) => {
                 let w = w.as_f64().unwrap();
@@ -184,12 +177,26 @@ fn ratio_test_matches_reference() {
             (None, None) => {}
             other => panic!("{ctx}: Fisher part {other:?}"),
         }
-        if let (Some(g), Some(w)) = (got.null_stable_rate, c.null_stable_rate) {
-            assert!(
-                (g - w).abs() <= 1e-12 + 1e-9 * w,
-                "{ctx}: null rate {g} vs {w}"
-            );
-        }
+        same_rate(&ctx, "null rate", got.null_stable_rate, c.null_stable_rate);
+    }
+}
+
+/// A part of the ratio test: both present and equal to 1e-9 relative, or both absent.
+fn same_part(ctx: &str, what: &str, got: Option<f64>, want: Option<f64>) {
+    match (got, want) {
+        (Some(g), Some(w)) => assert!(close(g, w, 1e-9), "{ctx}: {what} {g:e} vs {w:e}"),
+        (None, None) => {}
+        other => panic!("{ctx}: {what} part {other:?}"),
+    }
+}
+
+/// A null rate, where both sides give one: equal to 1e-9 relative (1e-12 absolute near 0).
+fn same_rate(ctx: &str, what: &str, got: Option<f64>, want: Option<f64>) {
+    if let (Some(g), Some(w)) = (got, want) {
+        assert!(
+            (g - w).abs() <= 1e-12 + 1e-9 * w,
+            "{ctx}: {what} {g} vs {w}"
+        );
     }
 }
 
