@@ -45,11 +45,8 @@ fn main() -> Result<(), StatsError> {
 
     let latency_only = args.iter().any(|a| a == "--latency");
     for (design, label) in [
-        (Design::UnionBound, "windows: sliding (union bound)"),
-        (
-            Design::GroupSequential,
-            "windows: cumulative (group-sequential)",
-        ),
+        (Design::Sliding, "windows: sliding (union bound)"),
+        (Design::Cumulative, "windows: cumulative"),
     ] {
         println!("Ratio form, {label}: {runs} rollouts per scenario, 10 checks (1/min),");
         println!("cumulative counts, confidence 0.95, maxIncrease 0.2, margin 0.001, minRequests");
@@ -139,13 +136,13 @@ fn print_histogram(runs: usize) -> Result<(), StatsError> {
     Ok(())
 }
 
-/// Each check's level at N = 10, alpha = 0.05: union-bound slices and group-sequential levels.
+/// Each check's level at N = 10, alpha = 0.05, for sliding and cumulative windows.
 fn print_levels() -> Result<(), StatsError> {
-    println!("| check | union bound | group-sequential |\n|---|---|---|");
+    println!("| check | sliding | cumulative |\n|---|---|---|");
     for k in 1..=10 {
         let look = Look::of(k, 10);
         let ub = look_alpha(0.05, look)?;
-        let gs = look_alpha(0.05, look.with_design(Design::GroupSequential))?;
+        let gs = look_alpha(0.05, look.with_design(Design::Cumulative))?;
         println!("| {k} | {ub:.5} | {gs:.5} |");
     }
     Ok(())

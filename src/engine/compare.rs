@@ -13,7 +13,7 @@ use crate::prometheus::{
     PrometheusConfig, PrometheusError, QueryData, QueryRequest, QueryResponse,
 };
 use crate::spec::{CompareForm, CompareSpec, Metric, RatioQueries};
-use crate::stats::{self, DistOptions, Look, RatioInput, RatioOptions, Verdict};
+use crate::stats::{self, Design, DistOptions, Look, RatioInput, RatioOptions, Verdict};
 
 use super::no_data::{self, NoData};
 use super::result::{format_count, numbers};
@@ -25,16 +25,25 @@ impl Engine {
         let (metric, no_data, config, opts, started_at) =
             (cx.metric, cx.no_data, cx.config, cx.opts, cx.started_at);
         let mut out = Outcome::new();
-        let look = look(metric, opts, opts.at.unwrap_or(started_at)).with_design(spec.design);
+        let look = look(metric, opts, opts.at.unwrap_or(started_at));
+        let estimated = opts.checks_done.is_none() && look != Look::single();
+        // `cumulative` keeps nine tenths of the budget for the last check, which is safe only
+        // when the index is exact: a wall-time estimate drifts ahead of Argo's schedule and can
+        // reach the last index several times, so estimated indices spend as `sliding`.
+        let look = look.with_design(if estimated {
+            Design::Sliding
+        } else {
+            spec.design
+        });
         if !opts.skip_metadata {
             describe(spec, &mut out.metadata);
             out.metadata.insert("check".into(), look_text(look));
             let basis = if opts.checks_done.is_some() {
                 "the run's recorded measurements"
-            } else if look == Look::single() {
-                "a single check"
-            } else {
+            } else if estimated {
                 "wall time since the run began"
+            } else {
+                "a single check"
             };
             out.metadata.insert("check.from".into(), basis.into());
         }

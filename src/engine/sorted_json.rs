@@ -419,7 +419,7 @@ mod tests {
         let looks = [
             Look::single(),
             Look::of(3, 10),
-            Look::open_ended(7).with_design(Design::GroupSequential),
+            Look::open_ended(7).with_design(Design::Cumulative),
         ];
         for look in looks {
             for (cb, ct, sb, st) in [

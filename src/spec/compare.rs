@@ -22,7 +22,7 @@ pub struct CompareSpec {
     /// What too little data (below `minRequests`/`minSamples`) becomes.
     pub on_insufficient: OnInsufficient,
     /// `windows`: how the repeated checks' windows relate, which decides how the error budget
-    /// is spent (`sliding`: union bound; `cumulative`: group-sequential boundaries).
+    /// is spent (`sliding`: spread over the run; `cumulative`: kept for the last check).
     pub design: Design,
 }
 
@@ -116,12 +116,12 @@ impl CompareSpec {
         let confidence = c.number("confidence", 0.5, 0.9999)?.unwrap_or(0.95);
         let on_insufficient = read_on_insufficient(&mut c)?;
         let design = match c.string("windows")?.as_deref() {
-            None | Some("sliding") => Design::UnionBound,
-            Some("cumulative") => Design::GroupSequential,
+            None | Some("sliding") => Design::Sliding,
+            Some("cumulative") => Design::Cumulative,
             Some(other) => {
                 return Err(invalid(
                     &c.path_of("windows"),
-                    "sliding (any windows: each check spends its slice of the budget) or cumulative (every check's window starts at the run's start: group-sequential boundaries)",
+                    "sliding (any windows: each check spends its slice of the budget) or cumulative (every check's window starts at the run's start: most of the budget kept for the last check)",
                     &Value::String(other.into()),
                 ))
             }

@@ -274,12 +274,13 @@ pub fn simulate_latency(
 /// confidence, `maxIncrease: 0.2`, `margin: 0.001`, `minRequests: 500`, planned count known,
 /// the union-bound spending (`windows: sliding`).
 pub fn standard_scenarios() -> Vec<Scenario> {
-    standard_scenarios_with(Design::UnionBound)
+    standard_scenarios_with(Design::Sliding)
 }
 
 /// [`standard_scenarios`] with the budget spent by `design`, plus the rows of issue 13: 1 % ->
 /// 2 % at 6,000 requests per side, and one final check at 2,000 and at 6,000 per side (what
-/// the whole budget spent at once reaches: the ceiling of any spending over the checks).
+/// the whole budget spent at once reaches: the ceiling of any spending over the checks); last,
+/// an open-ended run at the tolerance (appended, so the other rows keep their seeds).
 pub fn standard_scenarios_with(design: Design) -> Vec<Scenario> {
     let mut opts = RatioOptions::new(0.2, 0.001, 0.95);
     opts.min_requests = 500;
@@ -303,6 +304,14 @@ pub fn standard_scenarios_with(design: Design) -> Vec<Scenario> {
     unequal.canary_requests_per_check = 100;
     let mut open = make("healthy 1 %, count unknown", 0.01, 0.01, 1_000, opts);
     open.plan_known = false;
+    let mut open_at_tolerance = make(
+        "at tolerance: 5 % vs 6 %, count unknown",
+        0.05,
+        0.06,
+        1_000,
+        opts,
+    );
+    open_at_tolerance.plan_known = false;
     let mut final_check = make("2x: 1 % -> 2 %, one final check", 0.01, 0.02, 2_000, opts);
     final_check.checks = 1;
     // The ceiling of any spending over ten checks: the whole budget at one final check.
@@ -327,6 +336,7 @@ pub fn standard_scenarios_with(design: Design) -> Vec<Scenario> {
         make("2x: 1 % -> 2 %, 6,000/side", 0.01, 0.02, 600, opts),
         final_check,
         final_6000,
+        open_at_tolerance,
     ]
 }
 

@@ -31,7 +31,7 @@ const TIE_SLACK: f64 = 1e-10;
 
 /// Berger & Boos (1994): the supremum is taken over a `1 - GAMMA` confidence interval for
 /// stable's rate, and `GAMMA` is added to it. Far below the smallest per-check level in use
-/// (5e-6 at the first of ten group-sequential checks), so it costs almost nothing, while the
+/// (1.4e-5 at the first of sixty planned checks on sliding windows), so it costs almost nothing, while the
 /// interval (±5.3 standard errors) still excludes the small rates where few expected events make
 /// the discrete tail heavier than at the estimate.
 const GAMMA: f64 = 1e-7;

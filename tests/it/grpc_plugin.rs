@@ -349,6 +349,10 @@ fn grpc_run_places_compare_checks_by_the_runs_status() {
     .to_string();
     let m =
         |count: i32| json!({"name": "cmp", "interval": "1m", "count": count, "spec_json": compare});
+    let mut cumulative_spec: Value = serde_json::from_str(&compare).unwrap();
+    cumulative_spec["compare"]["windows"] = json!("cumulative");
+    let cumulative = json!({"name": "cmp", "interval": "1m", "count": 10,
+        "spec_json": cumulative_spec.to_string()});
     let done = |phase: &str| json!({"phase": phase, "started_at": "2026-01-02T03:00:00Z"});
     let with = |results: Value| {
         json!({"name": "r", "start_time": "2026-01-02T03:00:00Z",
@@ -365,6 +369,10 @@ fn grpc_run_places_compare_checks_by_the_runs_status() {
             {"name": "r", "start_time": "2026-01-02T03:00:00Z"}}},
         {"method": "Run", "request": {"metric": m(10), "analysis_run":
             with(json!([{"name": "cmp", "count": -2}]))}},
+        {"method": "Run", "request": {"metric": cumulative.clone(), "analysis_run":
+            {"name": "r", "start_time": "2026-01-02T03:00:00Z"}}},
+        {"method": "Run", "request": {"metric": cumulative, "analysis_run":
+            with(json!([{"name": "cmp", "count": 9}]))}},
     ]);
     let out = check(&calls, &["-mtls=false", "--", "--protocol", "grpc"]);
     let meta = |i: usize| ok(&out, i, "Run")["measurement"]["metadata"].clone();
@@ -382,6 +390,23 @@ fn grpc_run_places_compare_checks_by_the_runs_status() {
         "InvalidArgument",
         "analysis_run.status.metric_results[0].count: must be 0 or more",
     );
+    // `windows: cumulative` keeps most of the budget for the last check, but only an exact
+    // index gets it: wall time can reach the last index more than once, so it spends as
+    // `sliding` (0.05 * (1 - 0.9^2) at check 10 of 10).
+    let alpha = |i: usize| {
+        let m = ok(&out, i, "Run")["measurement"].clone();
+        let value: Value = serde_json::from_str(m["value"].as_str().unwrap()).unwrap();
+        (
+            m["metadata"]["check"].clone(),
+            value["alpha"].as_f64().unwrap(),
+        )
+    };
+    let (check, estimated) = alpha(5);
+    assert_eq!(check, "10 of 10", "{out}");
+    assert!((estimated - 0.0095).abs() < 1e-12, "{estimated}");
+    let (check, exact) = alpha(6);
+    assert_eq!(check, "10 of 10", "{out}");
+    assert!((exact - 0.0455).abs() < 1e-12, "{exact}");
 }
 
 /// Issue 14: Argo's `count` is an int32 (`intstr.IntOrString`, argo-rollouts v1.9.1

@@ -17,7 +17,7 @@ fn runs() -> usize {
 }
 
 fn row(name: &str) -> SimulationRow {
-    row_with(Design::UnionBound, name)
+    row_with(Design::Sliding, name)
 }
 
 #[test]
@@ -153,43 +153,44 @@ fn row_with(design: Design, name: &str) -> SimulationRow {
     simulate(scenario, runs(), 20_240_601 + i as u64).unwrap()
 }
 
-/// `windows: cumulative` (group-sequential boundaries) on cumulative counts: the least
-/// favourable healthy canary uses most of the 5 % budget, never more, and the 1 % -> 2 %
-/// regression at 2,000 requests per side is caught about as often as by one final check.
-/// Release figures (10,000 rollouts, docs/statistics.md; unconditional exact test, spending
-/// `α (k/N)^3`): 4.88 % at the tolerance and 4.87 % for identical canaries under zero
-/// tolerance, 58.5 % for 1 % -> 2 % (39.4 % with the union bound), 94.9 % at 6,000 per side
-/// (86.7 %), against 95.5 % for the whole budget spent at one final check at 6,000 per side:
-/// the ceiling of any spending over the ten checks.
+/// `windows: cumulative` on cumulative counts: the least favourable healthy canary uses most of
+/// the 5 % budget, never more (with a planned count the union bound holds exactly; open-ended
+/// runs use group-sequential boundaries), and keeping the budget for the last check detects
+/// the 1 % -> 2 % regression about as often as one final check does. Release figures (10,000
+/// rollouts, docs/statistics.md): 4.51 % at the tolerance and 4.86 % for identical canaries
+/// under zero tolerance, 3.29 % at the tolerance with the count unknown; 58.8 % for 1 % -> 2 %
+/// at 2,000 per side (39.4 % with sliding windows), 95.4 % at 6,000 per side (86.7 %), against
+/// 95.5 % for the whole budget spent at one final check: the ceiling of any spending.
 #[test]
-fn group_sequential_boundaries_use_the_budget_and_keep_it() {
-    let gs = |name| row_with(Design::GroupSequential, name);
-    let ub = |name| row_with(Design::UnionBound, name);
+fn cumulative_windows_use_the_budget_and_keep_it() {
+    let cumulative = |name| row_with(Design::Cumulative, name);
+    let sliding = |name| row_with(Design::Sliding, name);
     for name in [
         "healthy 1 %",
         "healthy 1 %, zero tolerance",
         "at tolerance: 5 % vs 6 %",
         "healthy, 5 % canary weight, 2 %",
         "healthy 1 %, count unknown",
+        "at tolerance: 5 % vs 6 %, count unknown",
     ] {
-        let r = gs(name);
+        let r = cumulative(name);
         assert!(r.failed_rate <= 0.05, "{name}: {r:?}");
     }
-    // More than twice the union bound's share at the boundary: the budget is used.
-    assert!(gs("at tolerance: 5 % vs 6 %").failed_rate > 0.03);
-    assert!(ub("at tolerance: 5 % vs 6 %").failed_rate < 0.025);
-    let (g, u) = (gs("2x: 1 % -> 2 %"), ub("2x: 1 % -> 2 %"));
-    assert!(g.failed_rate > u.failed_rate + 0.1, "{g:?} vs {u:?}");
+    // More than twice the sliding share at the boundary: the budget is used.
+    assert!(cumulative("at tolerance: 5 % vs 6 %").failed_rate > 0.04);
+    assert!(sliding("at tolerance: 5 % vs 6 %").failed_rate < 0.025);
+    let (c, s) = (cumulative("2x: 1 % -> 2 %"), sliding("2x: 1 % -> 2 %"));
+    assert!(c.failed_rate > s.failed_rate + 0.1, "{c:?} vs {s:?}");
     if !cfg!(debug_assertions) {
-        assert!(g.failed_rate >= 0.5, "{g:?}");
-        let ten = gs("2x: 1 % -> 2 %, 6,000/side").failed_rate;
-        let ceiling = gs("2x: 1 % -> 2 %, one final check at 6,000/side").failed_rate;
-        assert!(ten >= 0.94, "{ten}");
+        assert!(c.failed_rate >= 0.5, "{c:?}");
+        let ten = cumulative("2x: 1 % -> 2 %, 6,000/side").failed_rate;
+        let ceiling = cumulative("2x: 1 % -> 2 %, one final check at 6,000/side").failed_rate;
+        assert!(ten >= 0.95, "{ten}");
         // Ten looks cost little against the ceiling, and never beat it (they would only if
         // the levels spent more than the budget).
-        assert!(ten < ceiling && ceiling - ten <= 0.02, "{ten} vs {ceiling}");
+        assert!(ten < ceiling && ceiling - ten <= 0.01, "{ten} vs {ceiling}");
     }
-    assert_eq!(gs("low traffic, 2x: 5 % -> 10 %").failed, 0);
+    assert_eq!(cumulative("low traffic, 2x: 5 % -> 10 %").failed, 0);
 }
 
 fn histogram_row(name: &str) -> SimulationRow {
