@@ -7,8 +7,9 @@
 //!   only these two tables).
 //! - Distribution form: healthy and shifted latency in a sliding window.
 //! - Histogram form (`--histogram`: only this table): per-request latency from buckets.
-//! - With `--sizes`: events (or samples) per side needed for 80 % detection, by bisection on the
-//!   simulated detection rate.
+//! - `--sizes` (only this table): events (or samples) per side needed for 80 % detection, by
+//!   bisection on the simulated detection rate; ratio rows for one check and for ten checks
+//!   on sliding and on cumulative windows.
 
 // Test code may unwrap, panic and cast; its helpers are `pub` for the modules sharing them.
 #![allow(
@@ -41,6 +42,9 @@ fn main() -> Result<(), StatsError> {
     }
     if args.iter().any(|a| a == "--histogram") {
         return print_histogram(runs);
+    }
+    if args.iter().any(|a| a == "--sizes") {
+        return sample_sizes(seed);
     }
 
     let latency_only = args.iter().any(|a| a == "--latency");
@@ -79,9 +83,6 @@ fn main() -> Result<(), StatsError> {
         }
     }
 
-    if args.iter().any(|a| a == "--sizes") {
-        sample_sizes(seed)?;
-    }
     Ok(())
 }
 
@@ -188,10 +189,13 @@ fn sample_sizes(seed: u64) -> Result<(), StatsError> {
     );
     println!("on a ~4 % grid), equal traffic, confidence 0.95:\n");
     println!(
-        "| {:<26} | {:<30} | {:>14} | {:>22} |",
-        "change", "tolerance", "single check", "10 checks (by the end)"
+        "| {:<26} | {:<30} | {:>14} | {:>22} | {:>22} |",
+        "change", "tolerance", "single check", "10 sliding (by the end)", "10 cumulative"
     );
-    println!("|{:-<28}|{:-<32}|{:->16}|{:->24}|", "", "", "", "");
+    println!(
+        "|{:-<28}|{:-<32}|{:->16}|{:->24}|{:->24}|",
+        "", "", "", "", ""
+    );
     let tolerances = [
         ("none (0, 0)", 0.0, 0.0),
         ("maxIncrease 0.2", 0.2, 0.0),
@@ -200,9 +204,15 @@ fn sample_sizes(seed: u64) -> Result<(), StatsError> {
     for (change, stable, canary) in [("1 % -> 2 %", 0.01, 0.02), ("0.1 % -> 0.2 %", 0.001, 0.002)] {
         for (label, r, m) in tolerances {
             let mut sizes = Vec::new();
-            for checks in [1u32, 10] {
+            for (checks, design) in [
+                (1u32, Design::Sliding),
+                (10, Design::Sliding),
+                (10, Design::Cumulative),
+            ] {
                 let n = required(|per_side| {
                     let per_check = per_side.div_ceil(u64::from(checks)).max(1);
+                    let mut options = RatioOptions::new(r, m, 0.95);
+                    options.look = options.look.with_design(design);
                     let scenario = Scenario {
                         name: String::new(),
                         stable_rate: stable,
@@ -211,7 +221,7 @@ fn sample_sizes(seed: u64) -> Result<(), StatsError> {
                         canary_requests_per_check: per_check,
                         checks,
                         plan_known: true,
-                        options: RatioOptions::new(r, m, 0.95),
+                        options,
                     };
                     Ok(simulate(&scenario, runs, seed ^ per_side)?.failed_rate)
                 })?;
@@ -222,8 +232,8 @@ fn sample_sizes(seed: u64) -> Result<(), StatsError> {
                 });
             }
             println!(
-                "| {:<26} | {:<30} | {:>14} | {:>22} |",
-                change, label, sizes[0], sizes[1]
+                "| {:<26} | {:<30} | {:>14} | {:>22} | {:>22} |",
+                change, label, sizes[0], sizes[1], sizes[2]
             );
         }
     }
@@ -232,10 +242,15 @@ fn sample_sizes(seed: u64) -> Result<(), StatsError> {
         ("latency +20 %, log sd 1.0", 1.0),
     ] {
         let mut sizes = Vec::new();
-        for checks in [1u32, 10] {
+        for (checks, design) in [
+            (1u32, Design::Sliding),
+            (10, Design::Sliding),
+            (10, Design::Cumulative),
+        ] {
             let n = required(|per_side| {
                 let per_check = (per_side as usize).div_ceil(checks as usize).max(1);
                 let mut opts = DistOptions::new(Direction::Increase, 0.1, 0.95);
+                opts.look = opts.look.with_design(design);
                 opts.min_samples = 1;
                 opts.correct_autocorrelation = false;
                 let scenario = LatencyScenario::independent(
@@ -253,8 +268,8 @@ fn sample_sizes(seed: u64) -> Result<(), StatsError> {
             sizes.push(n.to_string());
         }
         println!(
-            "| {:<26} | {:<30} | {:>14} | {:>22} |",
-            label, "maxIncrease 0.1", sizes[0], sizes[1]
+            "| {:<26} | {:<30} | {:>14} | {:>22} | {:>22} |",
+            label, "maxIncrease 0.1", sizes[0], sizes[1], sizes[2]
         );
     }
     Ok(())
