@@ -13,7 +13,10 @@
 //!    HTTP hop alone, to serve's `/healthz` and to Prometheus's `/-/healthy`: the difference is
 //!    about one such hop whatever the query, so the ratio depends on what the queries cost.
 //!    Then `CPU_CHECKS` checks in a row give serve's CPU time per check (its process's user +
-//!    system time), which tells work from waiting.
+//!    system time), which tells work from waiting. A floor proxy (`serve_load/floor.rs`: the
+//!    same check answered with nothing but the two queries) runs in the same rounds, so the
+//!    own-share formula can be read against what it gives a service with no logic of its own.
+//!    `SERVE_LOAD_SIZES=2,20` measures only those series counts.
 //!
 //! 3. `/metrics` exposition: scrapes per second on one connection after checks filled the
 //!    series, this build against the baseline (the hand-written exposition before issue 14).
@@ -38,6 +41,8 @@
     unreachable_pub
 )]
 
+#[path = "serve_load/floor.rs"]
+mod floor;
 #[path = "../tests/serve_common/mod.rs"]
 mod serve_common;
 #[path = "../tests/support/mod.rs"]
@@ -380,12 +385,65 @@ struct Overhead {
     serve: Duration,
     plain: Duration,
     own_ms: f64,
-    /// Serve's CPU time per check, in ms.
+    /// The floor proxy's check (median), its own share as serve's is computed, and serve −
+    /// floor (median of per-round differences).
+    floor: Duration,
+    floor_own_ms: f64,
+    over_floor_ms: f64,
+    /// Serve's and the floor proxy's CPU time per check, in ms.
     cpu_ms: f64,
+    floor_cpu_ms: f64,
 }
 
-/// Runs the overhead comparison against `bin`; returns the largest own-share median (ms).
-fn overhead(bin: &str) -> f64 {
+/// The floor proxy (`floor.rs`): this bench binary again, killed on drop.
+struct FloorProcess {
+    child: std::process::Child,
+    url: String,
+}
+
+impl FloorProcess {
+    fn start(prometheus: &str, queries: &Value) -> FloorProcess {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+            .env(floor::PROMETHEUS_ENV, prometheus)
+            .env(floor::QUERIES_ENV, queries.to_string())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let addr = line.trim().strip_prefix("listening ").unwrap().to_string();
+        FloorProcess {
+            child,
+            url: format!("http://{addr}"),
+        }
+    }
+}
+
+impl Drop for FloorProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The template's two queries for a service of the sized data set, as rollgate sends them.
+fn template_queries(service: &'static str) -> [String; 2] {
+    let traffic = Traffic {
+        service,
+        track: "canary",
+        ok: Rate::ZERO,
+        errors: None,
+        stop: None,
+    };
+    [traffic.total_query("5m"), traffic.ratio_query("5m")]
+}
+
+/// Runs the overhead comparison against `bin`; returns the largest medians of the own share
+/// and of serve − floor (ms).
+fn overhead(bin: &str) -> (f64, f64) {
     let base = support::scenarios::base_now();
     let prom = support::prom::PromServer::start(base, &sized_dataset(base));
     let dir = template_dir(&[(
@@ -411,6 +469,17 @@ fn overhead(bin: &str) -> f64 {
     let query_url = format!("{}/api/v1/query", prom.url);
     let health_url = format!("{}/healthz", server.url);
     let prom_health_url = format!("{}/-/healthy", prom.url);
+    let floor_queries: serde_json::Map<String, Value> = SIZES
+        .iter()
+        .map(|size| {
+            (
+                size.service.to_string(),
+                json!(template_queries(size.service)),
+            )
+        })
+        .collect();
+    let floor = FloorProcess::start(&prom.url, &Value::Object(floor_queries));
+    let floor_url = format!("{}/flagger/v1/check", floor.url);
     let client = reqwest::Client::builder().no_proxy().build().unwrap();
     let mut rows = Vec::new();
     let mut prom_hop_times = Vec::new();
@@ -427,32 +496,35 @@ fn overhead(bin: &str) -> f64 {
         };
         let hop = || get(&health_url);
         let prom_hop = || get(&prom_health_url);
-        for size in &SIZES {
+        // `SERVE_LOAD_SIZES=2,20` measures only those series counts (e.g. to profile one).
+        let chosen = std::env::var("SERVE_LOAD_SIZES").ok();
+        let sizes = SIZES.iter().filter(|size| {
+            chosen.as_deref().is_none_or(|list| {
+                list.split(',')
+                    .any(|n| n.trim() == (size.pods * size.routes * 2).to_string())
+            })
+        });
+        for size in sizes {
             let payload = flagger_payload(
                 "Progressing",
                 &[("template", "error-rate"), ("args.service", size.service)],
             );
-            let via_serve = || async {
-                let resp = client
-                    .post(&check_url)
+            let check = |url: &str| {
+                let request = client
+                    .post(url)
                     .header("Content-Type", "application/json")
-                    .body(payload.clone())
-                    .send()
-                    .await
-                    .unwrap();
-                let status = resp.status().as_u16();
-                let body = resp.text().await.unwrap();
-                assert_eq!(status, 200, "{}: {body}", size.service);
+                    .body(payload.clone());
+                async move {
+                    let resp = request.send().await.unwrap();
+                    let status = resp.status().as_u16();
+                    let body = resp.text().await.unwrap();
+                    assert_eq!(status, 200, "{}: {body}", size.service);
+                }
             };
+            let via_serve = || check(&check_url);
+            let via_floor = || check(&floor_url);
             // The template's two queries, sent together as rollgate sends them.
-            let traffic = Traffic {
-                service: size.service,
-                track: "canary",
-                ok: Rate::ZERO,
-                errors: None,
-                stop: None,
-            };
-            let queries = [traffic.total_query("5m"), traffic.ratio_query("5m")];
+            let queries = template_queries(size.service);
             let plain_query = |q: &str| {
                 let request = client
                     .post(&query_url)
@@ -470,19 +542,26 @@ fn overhead(bin: &str) -> f64 {
             };
             for _ in 0..20 {
                 via_serve().await;
+                via_floor().await;
                 plain().await;
                 hop().await;
             }
             let (mut s, mut p) = (Vec::with_capacity(ROUNDS), Vec::with_capacity(ROUNDS));
-            let mut own = Vec::with_capacity(ROUNDS);
+            let (mut own, mut f) = (Vec::with_capacity(ROUNDS), Vec::with_capacity(ROUNDS));
+            let mut over_floor = Vec::with_capacity(ROUNDS);
+            let mut floor_own = Vec::with_capacity(ROUNDS);
             for _ in 0..ROUNDS {
-                let (serve, alone, bare) = (
+                let (serve, floor, alone, bare) = (
                     timed(via_serve()).await,
+                    timed(via_floor()).await,
                     timed(plain()).await,
                     timed(hop()).await,
                 );
                 own.push(ms(serve) - ms(alone) - ms(bare));
+                over_floor.push(ms(serve) - ms(floor));
+                floor_own.push(ms(floor) - ms(alone) - ms(bare));
                 s.push(serve);
+                f.push(floor);
                 p.push(alone);
                 hop_times.push(bare);
                 prom_hop_times.push(timed(prom_hop()).await);
@@ -493,31 +572,47 @@ fn overhead(bin: &str) -> f64 {
                 via_serve().await;
             }
             let cpu_per_check = (process_cpu(server.pid()) - cpu_before) / CPU_CHECKS as f64;
+            let floor_cpu_before = process_cpu(floor.child.id());
+            for _ in 0..CPU_CHECKS {
+                via_floor().await;
+            }
+            let floor_cpu = (process_cpu(floor.child.id()) - floor_cpu_before) / CPU_CHECKS as f64;
             s.sort();
             p.sort();
+            f.sort();
             own.sort_by(f64::total_cmp);
+            over_floor.sort_by(f64::total_cmp);
+            floor_own.sort_by(f64::total_cmp);
             rows.push(Overhead {
                 series: size.pods * size.routes * 2,
                 serve: pct(&s, 0.5),
                 plain: pct(&p, 0.5),
                 own_ms: own[own.len() / 2],
+                floor: pct(&f, 0.5),
+                over_floor_ms: over_floor[over_floor.len() / 2],
+                floor_own_ms: floor_own[floor_own.len() / 2],
                 cpu_ms: cpu_per_check * 1e3,
+                floor_cpu_ms: floor_cpu * 1e3,
             });
         }
     });
     hop_times.sort();
     let hop = pct(&hop_times, 0.5);
-    println!("  series per query | 2 queries alone | check via serve | serve - alone | ratio (target <= 1.2) | own share (serve - alone - hop, target <= 0.05 ms) | serve CPU per check");
+    println!("  series per query | 2 queries alone | check via serve | serve - alone | ratio (target <= 1.2) | own share (serve - alone - hop, target <= 0.05 ms) | check via floor proxy | floor's own share | serve - floor | CPU per check: serve, floor");
     for r in &rows {
         println!(
-            "  {:>16} | {:>12.3} ms | {:>12.3} ms | {:>+10.3} ms | {:>21.3} | {:>+10.3} ms | {:.3} ms",
+            "  {:>16} | {:>12.3} ms | {:>12.3} ms | {:>+10.3} ms | {:>21.3} | {:>+10.3} ms | {:>12.3} ms | {:>+10.3} ms | {:>+10.3} ms | {:.3}, {:.3} ms",
             r.series,
             ms(r.plain),
             ms(r.serve),
             ms(r.serve) - ms(r.plain),
             r.serve.as_secs_f64() / r.plain.as_secs_f64(),
             r.own_ms,
-            r.cpu_ms
+            ms(r.floor),
+            r.floor_own_ms,
+            r.over_floor_ms,
+            r.cpu_ms,
+            r.floor_cpu_ms
         );
     }
     prom_hop_times.sort();
@@ -526,7 +621,8 @@ fn overhead(bin: &str) -> f64 {
         ms(hop),
         ms(pct(&prom_hop_times, 0.5))
     );
-    rows.iter().map(|r| r.own_ms).fold(f64::MIN, f64::max)
+    let largest = |f: fn(&Overhead) -> f64| rows.iter().map(f).fold(f64::MIN, f64::max);
+    (largest(|r| r.own_ms), largest(|r| r.over_floor_ms))
 }
 
 /// Checks sent one after another to measure serve's CPU time per check.
@@ -552,6 +648,9 @@ async fn timed(work: impl std::future::Future<Output = ()>) -> Duration {
 }
 
 fn main() {
+    if let Ok(prometheus) = std::env::var(floor::PROMETHEUS_ENV) {
+        return floor::run(&prometheus);
+    }
     // `cargo bench` passes --bench; a further argument picks one part: `throughput`, `metrics`
     // or `overhead`.
     let only: Vec<String> = std::env::args()
@@ -597,8 +696,10 @@ fn main() {
             println!(" {name} ({bin}):");
             shares.push((name, overhead(bin)));
         }
-        for (name, share) in shares {
-            println!("  {name}: largest median own share {share:+.3} ms (target <= 0.05 ms)");
+        for (name, (share, over_floor)) in shares {
+            println!(
+                "  {name}: largest median own share {share:+.3} ms (target <= 0.05 ms); serve - floor proxy {over_floor:+.3} ms"
+            );
         }
     }
 }

@@ -1,0 +1,87 @@
+//! The floor of a check's overhead: the least any HTTP service must do to answer a Flagger
+//! check from the two queries (read the body, parse it as JSON, send both queries to
+//! Prometheus at once, parse both answers, reply), built from the crates `rollgate serve`
+//! uses (tokio's multi-thread runtime, hyper, reqwest) with nothing else. The bench runs it as
+//! a process of its own beside serve, so both pay the same extra process hop; serve minus the
+//! floor is what rollgate's own code adds, with the hop's scheduling cost taken out.
+//!
+//! Started by re-running the bench binary with `ROLLGATE_FLOOR_PROMETHEUS` (Prometheus's URL)
+//! and `ROLLGATE_FLOOR_QUERIES` (a JSON object: service -> its two queries); prints
+//! `listening <addr>` on stdout.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::{get, post};
+use axum::Router;
+use hyper_util::rt::TokioIo;
+use hyper_util::service::TowerToHyperService;
+use serde_json::Value;
+
+/// Environment variable naming Prometheus: its presence makes the bench binary the floor.
+pub const PROMETHEUS_ENV: &str = "ROLLGATE_FLOOR_PROMETHEUS";
+/// Environment variable with the queries per service.
+pub const QUERIES_ENV: &str = "ROLLGATE_FLOOR_QUERIES";
+
+struct Floor {
+    client: reqwest::Client,
+    query_url: String,
+    queries: HashMap<String, [String; 2]>,
+}
+
+/// Serves until killed.
+pub fn run(prometheus: &str) {
+    let queries: HashMap<String, [String; 2]> =
+        serde_json::from_str(&std::env::var(QUERIES_ENV).unwrap()).unwrap();
+    let floor = Arc::new(Floor {
+        client: reqwest::Client::builder().no_proxy().build().unwrap(),
+        query_url: format!("{prometheus}/api/v1/query"),
+        queries,
+    });
+    let app = Router::new()
+        .route("/flagger/v1/check", post(check))
+        .route("/healthz", get(|| async { "ok" }))
+        .with_state(floor);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        println!("listening {}", listener.local_addr().unwrap());
+        loop {
+            let (stream, _) = listener.accept().await.unwrap();
+            let service = TowerToHyperService::new(app.clone());
+            tokio::spawn(
+                hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service),
+            );
+        }
+    });
+}
+
+async fn check(State(floor): State<Arc<Floor>>, body: axum::body::Bytes) -> (StatusCode, String) {
+    let payload: Value = serde_json::from_slice(&body).unwrap();
+    let service = payload["metadata"]["args.service"].as_str().unwrap();
+    let [a, b] = &floor.queries[service];
+    let query = |q: &str| {
+        let request = floor
+            .client
+            .post(&floor.query_url)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(format!("query={}", crate::support::prom::urlencode(q)));
+        async move {
+            let body = request.send().await.unwrap().bytes().await.unwrap();
+            let v: Value = serde_json::from_slice(&body).unwrap();
+            v["status"] == "success"
+        }
+    };
+    let (ok_a, ok_b) = futures::join!(query(a), query(b));
+    if ok_a && ok_b {
+        (StatusCode::OK, "{\"ok\":true}".into())
+    } else {
+        (StatusCode::BAD_GATEWAY, "{\"ok\":false}".into())
+    }
+}
