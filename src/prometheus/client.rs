@@ -132,7 +132,6 @@ impl Client {
         origin: &Origin,
         deadline: Option<Instant>,
     ) -> Result<(u16, Vec<u8>), PrometheusError> {
-        let address = redact_url(&cfg.address);
         let mut method = Method::POST;
         let mut retry = 0u32;
         let mut last_outcome = None;
@@ -165,12 +164,12 @@ impl Client {
             let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
             let retryable = match &outcome {
                 Ok((status, _)) => {
-                    tracing::debug!(address = %address, kind = req.kind(), query = req.query(),
+                    tracing::debug!(address = %redact_url(&cfg.address), kind = req.kind(), query = req.query(),
                         attempt = retry + 1, elapsed_ms, status, "prometheus query");
                     retryable_status(*status)
                 }
                 Err(e) => {
-                    tracing::debug!(address = %address, kind = req.kind(), query = req.query(),
+                    tracing::debug!(address = %redact_url(&cfg.address), kind = req.kind(), query = req.query(),
                         attempt = retry + 1, elapsed_ms, error = %e, "prometheus query failed");
                     e.is_retryable()
                 }

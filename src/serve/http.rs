@@ -55,11 +55,12 @@ pub(crate) struct AccessNote {
 
 /// Whether the caller asked for JSON (`Accept: application/json`).
 pub(crate) fn wants_json(headers: &HeaderMap) -> bool {
-    headers
-        .get_all(header::ACCEPT)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .any(|v| v.to_ascii_lowercase().contains("application/json"))
+    const JSON: &[u8] = b"application/json";
+    headers.get_all(header::ACCEPT).iter().any(|v| {
+        v.as_bytes()
+            .windows(JSON.len())
+            .any(|w| w.eq_ignore_ascii_case(JSON))
+    })
 }
 
 /// An answer as plain text (one line) or as the given JSON.
@@ -215,6 +216,8 @@ mod tests {
     #[test]
     fn accept_header_selects_json() {
         let mut h = HeaderMap::new();
+        assert!(!wants_json(&h));
+        h.insert(header::ACCEPT, HeaderValue::from_static("*/*"));
         assert!(!wants_json(&h));
         h.insert(
             header::ACCEPT,
