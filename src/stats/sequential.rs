@@ -25,7 +25,7 @@
 use serde::Serialize;
 
 use super::error::StatsError;
-use super::group_sequential::{cached_levels, MAX_LOOKS};
+use super::group_sequential::{cached_level, MAX_LOOKS};
 
 /// Which check of a run this is: the 1-based `index`, when known the `planned` count, and how
 /// the checks' windows relate (which decides how the budget can be spent).
@@ -119,10 +119,11 @@ pub fn look_alpha(alpha: f64, look: Look) -> Result<f64, StatsError> {
             - cumulative(alpha, k - 1, look.planned, look.design))
         .max(0.0)
     };
-    if look.design == Design::Cumulative && look.planned.is_none() && look.index <= MAX_LOOKS {
-        let levels = cached_levels(alpha, look.index, || (1..=look.index).map(slice).collect());
-        if let Some(level) = levels.last() {
-            return Ok(*level);
+    if look.design == Design::Cumulative && look.planned.is_none() {
+        if let Some(level) =
+            cached_level(alpha, look.index, || (1..=MAX_LOOKS).map(slice).collect())
+        {
+            return Ok(level);
         }
     }
     // Beyond the exactly computed looks the slice keeps the total within the budget: the
