@@ -580,17 +580,14 @@ fn overhead(bin: &str) -> (f64, f64) {
             s.sort();
             p.sort();
             f.sort();
-            own.sort_by(f64::total_cmp);
-            over_floor.sort_by(f64::total_cmp);
-            floor_own.sort_by(f64::total_cmp);
             rows.push(Overhead {
                 series: size.pods * size.routes * 2,
                 serve: pct(&s, 0.5),
                 plain: pct(&p, 0.5),
-                own_ms: own[own.len() / 2],
+                own_ms: median(own),
                 floor: pct(&f, 0.5),
-                over_floor_ms: over_floor[over_floor.len() / 2],
-                floor_own_ms: floor_own[floor_own.len() / 2],
+                over_floor_ms: median(over_floor),
+                floor_own_ms: median(floor_own),
                 cpu_ms: cpu_per_check * 1e3,
                 floor_cpu_ms: floor_cpu * 1e3,
             });
@@ -638,6 +635,12 @@ fn process_cpu(pid: u32) -> f64 {
         .filter_map(|stat| stat.split_whitespace().next()?.parse::<f64>().ok())
         .sum::<f64>()
         / 1e9
+}
+
+/// The median of per-round differences (ms).
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
 }
 
 /// How long `work` takes.
