@@ -25,25 +25,16 @@ impl Engine {
         let (metric, no_data, config, opts, started_at) =
             (cx.metric, cx.no_data, cx.config, cx.opts, cx.started_at);
         let mut out = Outcome::new();
-        let look = look(metric, opts, opts.at.unwrap_or(started_at));
-        let estimated = opts.checks_done.is_none() && look != Look::single();
-        // `cumulative` keeps nine tenths of the budget for the last check, which is safe only
-        // when the index is exact: a wall-time estimate drifts ahead of Argo's schedule and can
-        // reach the last index several times, so estimated indices spend as `sliding`.
-        let look = look.with_design(if estimated {
-            Design::Sliding
-        } else {
-            spec.design
-        });
+        let look = look(metric, opts, opts.at.unwrap_or(started_at), spec.design);
         if !opts.skip_metadata {
             describe(spec, &mut out.metadata);
             out.metadata.insert("check".into(), look_text(look));
             let basis = if opts.checks_done.is_some() {
                 "the run's recorded measurements"
-            } else if estimated {
-                "wall time since the run began"
-            } else {
+            } else if look == Look::single() {
                 "a single check"
+            } else {
+                "wall time since the run began"
             };
             out.metadata.insert("check.from".into(), basis.into());
         }
@@ -306,15 +297,22 @@ pub(super) fn judge<T: serde::Serialize>(
 /// exactly the run's recorded count plus one when the caller sent the run's history (Argo's
 /// plugin interface does), else estimated from wall time since the run began. Without a run (a
 /// dry run, a webhook) it is a single check.
-fn look(metric: &Metric, opts: &EvalOptions, now: DateTime<Utc>) -> Look {
+///
+/// The budget is spent by `design` only where the index is exact. `cumulative` keeps nine
+/// tenths of it for the plan's last check, so a check that may not be the one it claims — an
+/// index estimated from wall time (which drifts ahead of Argo's schedule) or one past the plan
+/// (clamped to the last) — could get that level more than once: such checks spend as
+/// `sliding`.
+fn look(metric: &Metric, opts: &EvalOptions, now: DateTime<Utc>, design: Design) -> Look {
     let planned = metric.count.filter(|c| *c > 0);
     if let Some(done) = opts.checks_done {
         let index = done.saturating_add(1);
         // Argo stops measuring at `count`; a larger index means a caller that counts more than
         // Argo does, so it gets the last slice rather than an error.
         return match planned {
-            Some(n) => Look::of(index.min(n), n),
-            None => Look::open_ended(index),
+            Some(n) if index > n => Look::of(n, n),
+            Some(n) => Look::of(index, n).with_design(design),
+            None => Look::open_ended(index).with_design(design),
         };
     }
     let (Some(start), Some(interval)) = (
@@ -329,6 +327,7 @@ fn look(metric: &Metric, opts: &EvalOptions, now: DateTime<Utc>) -> Look {
     let index = u32::try_from(elapsed.as_millis() / interval.as_millis().max(1))
         .unwrap_or(u32::MAX)
         .saturating_add(1);
+    // An estimate: the constructors' `sliding`, whatever `design` says.
     match planned {
         Some(n) => Look::of(index.min(n), n),
         None => Look::open_ended(index),

@@ -371,8 +371,10 @@ fn grpc_run_places_compare_checks_by_the_runs_status() {
             with(json!([{"name": "cmp", "count": -2}]))}},
         {"method": "Run", "request": {"metric": cumulative.clone(), "analysis_run":
             {"name": "r", "start_time": "2026-01-02T03:00:00Z"}}},
-        {"method": "Run", "request": {"metric": cumulative, "analysis_run":
+        {"method": "Run", "request": {"metric": cumulative.clone(), "analysis_run":
             with(json!([{"name": "cmp", "count": 9}]))}},
+        {"method": "Run", "request": {"metric": cumulative, "analysis_run":
+            with(json!([{"name": "cmp", "count": 12}]))}},
     ]);
     let out = check(&calls, &["-mtls=false", "--", "--protocol", "grpc"]);
     let meta = |i: usize| ok(&out, i, "Run")["measurement"]["metadata"].clone();
@@ -391,8 +393,8 @@ fn grpc_run_places_compare_checks_by_the_runs_status() {
         "analysis_run.status.metric_results[0].count: must be 0 or more",
     );
     // `windows: cumulative` keeps most of the budget for the last check, but only an exact
-    // index gets it: wall time can reach the last index more than once, so it spends as
-    // `sliding` (0.05 * (1 - 0.9^2) at check 10 of 10).
+    // index gets it: wall time, or a count past the plan, can reach the last index more than
+    // once, so those spend as `sliding` (0.05 * (1 - 0.9^2) at check 10 of 10).
     let alpha = |i: usize| {
         let m = ok(&out, i, "Run")["measurement"].clone();
         let value: Value = serde_json::from_str(m["value"].as_str().unwrap()).unwrap();
@@ -407,6 +409,9 @@ fn grpc_run_places_compare_checks_by_the_runs_status() {
     let (check, exact) = alpha(6);
     assert_eq!(check, "10 of 10", "{out}");
     assert!((exact - 0.0455).abs() < 1e-12, "{exact}");
+    let (check, past_the_plan) = alpha(7);
+    assert_eq!(check, "10 of 10", "{out}");
+    assert!((past_the_plan - 0.0095).abs() < 1e-12, "{past_the_plan}");
 }
 
 /// Issue 14: Argo's `count` is an int32 (`intstr.IntOrString`, argo-rollouts v1.9.1
