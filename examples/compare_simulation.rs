@@ -182,6 +182,13 @@ where
     Ok(hi)
 }
 
+/// The sizes table's columns: one check, ten on sliding windows, ten on cumulative windows.
+const SIZE_COLUMNS: [(u32, Design); 3] = [
+    (1, Design::Sliding),
+    (10, Design::Sliding),
+    (10, Design::Cumulative),
+];
+
 fn sample_sizes(seed: u64) -> Result<(), StatsError> {
     let runs = 2_000;
     println!(
@@ -204,11 +211,7 @@ fn sample_sizes(seed: u64) -> Result<(), StatsError> {
     for (change, stable, canary) in [("1 % -> 2 %", 0.01, 0.02), ("0.1 % -> 0.2 %", 0.001, 0.002)] {
         for (label, r, m) in tolerances {
             let mut sizes = Vec::new();
-            for (checks, design) in [
-                (1u32, Design::Sliding),
-                (10, Design::Sliding),
-                (10, Design::Cumulative),
-            ] {
+            for (checks, design) in SIZE_COLUMNS {
                 let n = required(|per_side| {
                     let per_check = per_side.div_ceil(u64::from(checks)).max(1);
                     let mut options = RatioOptions::new(r, m, 0.95);
@@ -242,11 +245,7 @@ fn sample_sizes(seed: u64) -> Result<(), StatsError> {
         ("latency +20 %, log sd 1.0", 1.0),
     ] {
         let mut sizes = Vec::new();
-        for (checks, design) in [
-            (1u32, Design::Sliding),
-            (10, Design::Sliding),
-            (10, Design::Cumulative),
-        ] {
+        for (checks, design) in SIZE_COLUMNS {
             let n = required(|per_side| {
                 let per_check = (per_side as usize).div_ceil(checks as usize).max(1);
                 let mut opts = DistOptions::new(Direction::Increase, 0.1, 0.95);
