@@ -53,29 +53,35 @@ impl Combined {
     /// One line for events and logs: `Failed: error-ratio: <message>`, or with several
     /// metrics `Failed: a Failed: <message>; b Successful: <message>`.
     pub(crate) fn reason(&self) -> String {
-        let one_line = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+        use std::fmt::Write;
+        // Messages may span lines; the reason is one line with single spaces.
+        let push_one_line = |out: &mut String, message: &str| {
+            for (i, word) in message.split_whitespace().enumerate() {
+                if i > 0 {
+                    out.push(' ');
+                }
+                out.push_str(word);
+            }
+        };
+        let mut out = String::with_capacity(128);
+        // Writing to a String cannot fail.
         match self.results.as_slice() {
-            [only] => format!(
-                "{}: {}: {}",
-                self.phase,
-                only.metric,
-                one_line(&only.measurement.message)
-            ),
+            [only] => {
+                let _ = write!(out, "{}: {}: ", self.phase, only.metric);
+                push_one_line(&mut out, &only.measurement.message);
+            }
             many => {
-                let parts: Vec<String> = many
-                    .iter()
-                    .map(|r| {
-                        format!(
-                            "{} {}: {}",
-                            r.metric,
-                            r.measurement.phase,
-                            one_line(&r.measurement.message)
-                        )
-                    })
-                    .collect();
-                format!("{}: {}", self.phase, parts.join("; "))
+                let _ = write!(out, "{}: ", self.phase);
+                for (i, r) in many.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str("; ");
+                    }
+                    let _ = write!(out, "{} {}: ", r.metric, r.measurement.phase);
+                    push_one_line(&mut out, &r.measurement.message);
+                }
             }
         }
+        out
     }
 
     /// The one measurement that stands for several: the combined phase, the reason as its

@@ -12,7 +12,7 @@ use tokio::time::Instant;
 
 use super::config::{is_sensitive_header, redact_url, PrometheusConfig};
 use super::error::{retryable_status, Origin, PrometheusError};
-use super::request::QueryRequest;
+use super::request::{QueryRequest, INSTANT_PATH, RANGE_PATH};
 use super::response::{decode, QueryResponse};
 
 /// First pause between attempts; doubled after each retry.
@@ -21,6 +21,8 @@ const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 /// Distinct TLS settings kept; more means CA files keep changing, so start over.
 const MAX_CACHED_CLIENTS: usize = 16;
+/// Distinct addresses whose parsed endpoints are kept; past it, start over.
+const MAX_CACHED_ENDPOINTS: usize = 64;
 
 /// A live client for Prometheus-compatible APIs; cheap to clone (clones share connections).
 ///
@@ -29,6 +31,7 @@ const MAX_CACHED_CLIENTS: usize = 16;
 #[derive(Clone, Default)]
 pub struct Client {
     http: Arc<Mutex<HashMap<TlsKey, reqwest::Client>>>,
+    endpoints: Arc<Mutex<HashMap<String, Arc<Endpoint>>>>,
 }
 
 impl std::fmt::Debug for Client {
@@ -47,6 +50,8 @@ struct TlsKey {
 /// query (so a rotated token is picked up by the next query).
 struct Prepared {
     url: Url,
+    /// The address as messages name it.
+    origin: Origin,
     form: String,
     headers: HeaderMap,
     basic: Option<(String, String)>,
@@ -80,15 +85,15 @@ impl Client {
         deadline: Option<Instant>,
         observe: impl FnOnce(u16, &[u8]),
     ) -> Result<QueryResponse, PrometheusError> {
-        let origin = Origin::address(&cfg.address);
         let (prepared, http) = self.prepare_off_runtime(cfg, req).await?;
+        let origin = &prepared.origin;
         let result = match self
-            .exchange(&http, cfg, req, &prepared, &origin, deadline)
+            .exchange(&http, cfg, req, &prepared, origin, deadline)
             .await
         {
             Ok((status, body)) => {
                 observe(status, &body);
-                decode(&origin, status, &body)
+                decode(origin, status, &body)
             }
             Err(e) => Err(e),
         };
@@ -105,7 +110,8 @@ impl Client {
         req: &QueryRequest,
     ) -> Result<(Prepared, reqwest::Client), PrometheusError> {
         let ready = |client: &Client, cfg: &PrometheusConfig, req: &QueryRequest| {
-            Ok((prepare(cfg, req)?, client.http_client(cfg)?))
+            let endpoint = client.endpoint(&cfg.address)?;
+            Ok((prepare_at(&endpoint, cfg, req)?, client.http_client(cfg)?))
         };
         let names_files =
             cfg.bearer_token_file.is_some() || cfg.basic_auth.is_some() || cfg.ca_file.is_some();
@@ -192,6 +198,20 @@ impl Client {
             tokio::time::sleep(backoff).await;
             retry += 1;
         }
+    }
+
+    /// `address` parsed, from the cache when it was parsed before.
+    fn endpoint(&self, address: &str) -> Result<Arc<Endpoint>, PrometheusError> {
+        let mut cache = self.endpoints.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(endpoint) = cache.get(address) {
+            return Ok(endpoint.clone());
+        }
+        let endpoint = Arc::new(Endpoint::parse(address)?);
+        if cache.len() >= MAX_CACHED_ENDPOINTS {
+            cache.clear();
+        }
+        cache.insert(address.to_string(), endpoint.clone());
+        Ok(endpoint)
     }
 
     /// The pooled `reqwest::Client` for this configuration's TLS settings.
@@ -343,36 +363,82 @@ fn chain(e: &reqwest::Error) -> String {
     }
 }
 
-/// Reads the secret files and builds the URL, headers and form for one query.
+/// What an address gives every query to it, worked out once per address (parsing a URL costs
+/// more than the rest of a query's preparation): the API endpoints without userinfo, the
+/// userinfo (basic auth), and the origin that messages name.
+struct Endpoint {
+    query_url: Url,
+    query_range_url: Url,
+    user: String,
+    password: Option<String>,
+    origin: Origin,
+}
+
+impl Endpoint {
+    fn parse(address: &str) -> Result<Endpoint, PrometheusError> {
+        let config = |msg: String| PrometheusError::Config(msg);
+        if address.trim().is_empty() {
+            return Err(config("no Prometheus address configured".into()));
+        }
+        let mut url = Url::parse(address.trim()).map_err(|e| {
+            config(format!(
+                "address `{}` is not a valid URL: {e}",
+                redact_url(address)
+            ))
+        })?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(config(format!(
+                "address `{}` must start with http:// or https://",
+                redact_url(address)
+            )));
+        }
+        let user = percent_decode(url.username());
+        let password = url.password().map(percent_decode);
+        // Cleared here so that reqwest does not turn them into a second Authorization header.
+        let _ = url.set_username("");
+        let _ = url.set_password(None);
+        let prefix = url.path().trim_end_matches('/').to_string();
+        let at = |api_path: &str| {
+            let mut endpoint = url.clone();
+            endpoint.set_path(&format!("{prefix}{api_path}"));
+            endpoint
+        };
+        Ok(Endpoint {
+            query_url: at(INSTANT_PATH),
+            query_range_url: at(RANGE_PATH),
+            user,
+            password,
+            origin: Origin::address(address),
+        })
+    }
+
+    fn url(&self, req: &QueryRequest) -> &Url {
+        if req.api_path() == RANGE_PATH {
+            &self.query_range_url
+        } else {
+            &self.query_url
+        }
+    }
+}
+
+/// [`prepare_at`] with the address parsed for this one query.
+#[cfg(test)]
 fn prepare(cfg: &PrometheusConfig, req: &QueryRequest) -> Result<Prepared, PrometheusError> {
+    prepare_at(&Endpoint::parse(&cfg.address)?, cfg, req)
+}
+
+/// Reads the secret files and builds the URL, headers and form for one query to `endpoint`
+/// (`cfg.address`, parsed).
+fn prepare_at(
+    endpoint: &Endpoint,
+    cfg: &PrometheusConfig,
+    req: &QueryRequest,
+) -> Result<Prepared, PrometheusError> {
     let config = |msg: String| PrometheusError::Config(msg);
-    if cfg.address.trim().is_empty() {
-        return Err(config("no Prometheus address configured".into()));
-    }
-    let mut url = Url::parse(cfg.address.trim()).map_err(|e| {
-        config(format!(
-            "address `{}` is not a valid URL: {e}",
-            redact_url(&cfg.address)
-        ))
-    })?;
-    if !matches!(url.scheme(), "http" | "https") {
-        return Err(config(format!(
-            "address `{}` must start with http:// or https://",
-            redact_url(&cfg.address)
-        )));
-    }
     let mut secrets = Vec::new();
-    let url_user = percent_decode(url.username());
-    let url_password = url.password().map(percent_decode);
-    if let Some(p) = &url_password {
+    if let Some(p) = &endpoint.password {
         secrets.push(p.clone());
     }
-    // Cleared here so that reqwest does not turn them into a second Authorization header.
-    let _ = url.set_username("");
-    let _ = url.set_password(None);
-    let path = format!("{}{}", url.path().trim_end_matches('/'), req.api_path());
-    url.set_path(&path);
-
     let mut headers = HeaderMap::new();
     headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
     let mut has_authorization = false;
@@ -410,8 +476,11 @@ fn prepare(cfg: &PrometheusConfig, req: &QueryRequest) -> Result<Prepared, Prome
         let password = read_secret("password file", &auth.password_file)?;
         secrets.push(password.clone());
         basic = Some((auth.username.clone(), password));
-    } else if !url_user.is_empty() || url_password.is_some() {
-        basic = Some((url_user, url_password.unwrap_or_default()));
+    } else if !endpoint.user.is_empty() || endpoint.password.is_some() {
+        basic = Some((
+            endpoint.user.clone(),
+            endpoint.password.clone().unwrap_or_default(),
+        ));
     }
     if basic.is_some() && has_authorization {
         return Err(config(
@@ -419,7 +488,8 @@ fn prepare(cfg: &PrometheusConfig, req: &QueryRequest) -> Result<Prepared, Prome
         ));
     }
     Ok(Prepared {
-        url,
+        url: endpoint.url(req).clone(),
+        origin: endpoint.origin.clone(),
         form: req.form(),
         headers,
         basic,

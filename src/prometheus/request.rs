@@ -4,6 +4,11 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
+/// The instant-query API below the configured address.
+pub(crate) const INSTANT_PATH: &str = "/api/v1/query";
+/// The range-query API below the configured address.
+pub(crate) const RANGE_PATH: &str = "/api/v1/query_range";
+
 /// One PromQL evaluation request.
 #[derive(Debug, Clone, PartialEq)]
 pub enum QueryRequest {
@@ -54,8 +59,8 @@ impl QueryRequest {
     /// The API path below the configured address.
     pub(crate) fn api_path(&self) -> &'static str {
         match self {
-            QueryRequest::Instant { .. } => "/api/v1/query",
-            QueryRequest::Range { .. } => "/api/v1/query_range",
+            QueryRequest::Instant { .. } => INSTANT_PATH,
+            QueryRequest::Range { .. } => RANGE_PATH,
         }
     }
 
@@ -64,12 +69,14 @@ impl QueryRequest {
     /// from a subset of its stores; `deny_partial_response=1` does the same for VictoriaMetrics
     /// cluster (app/vmselect/searchutils: `GetDenyPartialResponse`). Servers ignore the other's.
     pub(crate) fn form(&self) -> String {
-        let mut form = FormEncoder::default();
+        // The WHATWG encoding (`*-._` and alphanumerics kept, space as `+`, every other byte
+        // as `%XX`), by the crate `url` itself uses, which copies kept runs whole.
+        let mut form = form_urlencoded::Serializer::new(String::with_capacity(256));
         match self {
             QueryRequest::Instant { query, time } => {
-                form.pair("query", query);
+                form.append_pair("query", query);
                 if let Some(time) = time {
-                    form.pair("time", &unix_seconds(time));
+                    form.append_pair("time", &unix_seconds(time));
                 }
             }
             QueryRequest::Range {
@@ -78,15 +85,15 @@ impl QueryRequest {
                 end,
                 step,
             } => {
-                form.pair("query", query);
-                form.pair("start", &unix_seconds(start));
-                form.pair("end", &unix_seconds(end));
-                form.pair("step", &seconds(*step));
+                form.append_pair("query", query);
+                form.append_pair("start", &unix_seconds(start));
+                form.append_pair("end", &unix_seconds(end));
+                form.append_pair("step", &seconds(*step));
             }
         }
-        form.pair("partial_response", "false");
-        form.pair("deny_partial_response", "1");
-        form.0
+        form.append_pair("partial_response", "false");
+        form.append_pair("deny_partial_response", "1");
+        form.finish()
     }
 }
 
@@ -108,39 +115,6 @@ fn seconds(d: Duration) -> String {
         d.as_secs().to_string()
     } else {
         d.as_secs_f64().to_string()
-    }
-}
-
-/// `application/x-www-form-urlencoded` writer (the WHATWG algorithm: `*-._` and alphanumerics
-/// kept, space as `+`, every other byte of the UTF-8 encoding as `%XX`).
-#[derive(Default)]
-struct FormEncoder(String);
-
-impl FormEncoder {
-    fn pair(&mut self, name: &str, value: &str) {
-        if !self.0.is_empty() {
-            self.0.push('&');
-        }
-        self.encode(name);
-        self.0.push('=');
-        self.encode(value);
-    }
-
-    fn encode(&mut self, text: &str) {
-        const HEX: &[u8; 16] = b"0123456789ABCDEF";
-        for &b in text.as_bytes() {
-            match b {
-                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'*' | b'-' | b'.' | b'_' => {
-                    self.0.push(char::from(b))
-                }
-                b' ' => self.0.push('+'),
-                _ => {
-                    self.0.push('%');
-                    self.0.push(char::from(HEX[usize::from(b >> 4)]));
-                    self.0.push(char::from(HEX[usize::from(b & 0xf)]));
-                }
-            }
-        }
     }
 }
 
@@ -174,6 +148,16 @@ mod tests {
                 (unescape(k), unescape(v))
             })
             .collect()
+    }
+
+    proptest::proptest! {
+        /// Any query, ASCII or not, kept runs and escapes in any order, comes back as it went.
+        #[test]
+        fn any_query_round_trips(q in "\\PC*", tail in "[a-z%&=+ ü]{0,8}") {
+            let q = format!("{q}{tail}");
+            let form = QueryRequest::instant(q.clone(), None).form();
+            proptest::prop_assert_eq!(&decode(&form)[0], &("query".to_string(), q));
+        }
     }
 
     #[test]

@@ -167,17 +167,18 @@ pub const HOOK_KEY: &str = "hook";
 /// strings, `metadata` an optional object of strings. Other keys are ignored (Flagger may add
 /// some).
 pub fn parse_payload(bytes: &[u8]) -> Result<Payload, Rejection> {
-    let map = http::parse_object(bytes)?;
-    let string = |key: &str, required: bool| -> Result<String, Rejection> {
-        match map.get(key) {
-            Some(Value::String(s)) => Ok(s.clone()),
+    let mut map = http::parse_object(bytes)?;
+    // Values are moved out of the parsed object, not copied.
+    let mut string = |key: &str, required: bool| -> Result<String, Rejection> {
+        match map.remove(key) {
+            Some(Value::String(s)) => Ok(s),
             None | Some(Value::Null) if !required => Ok(String::new()),
             None | Some(Value::Null) => Err(Rejection::bad_request(format!(
                 "{key}: is required (Flagger sends the canary's {key})"
             ))),
             Some(other) => Err(Rejection::bad_request(format!(
                 "{key}: expected a string, got {}",
-                http::describe(other)
+                http::describe(&other)
             ))),
         }
     };
@@ -186,18 +187,18 @@ pub fn parse_payload(bytes: &[u8]) -> Result<Payload, Rejection> {
     let phase = string("phase", false)?;
     let checksum = string("checksum", false)?;
     let mut metadata = BTreeMap::new();
-    match map.get("metadata") {
+    match map.remove("metadata") {
         None | Some(Value::Null) => {}
         Some(Value::Object(entries)) => {
             for (k, v) in entries {
                 match v {
                     Value::String(s) => {
-                        metadata.insert(k.clone(), s.clone());
+                        metadata.insert(k, s);
                     }
                     other => {
                         return Err(Rejection::bad_request(format!(
                             "metadata.{k}: expected a string (Flagger metadata values are strings; quote it in the Canary), got {}",
-                            http::describe(other)
+                            http::describe(&other)
                         )))
                     }
                 }
@@ -206,7 +207,7 @@ pub fn parse_payload(bytes: &[u8]) -> Result<Payload, Rejection> {
         Some(other) => {
             return Err(Rejection::bad_request(format!(
                 "metadata: expected an object of strings, got {}",
-                http::describe(other)
+                http::describe(&other)
             )))
         }
     }

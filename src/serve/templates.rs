@@ -5,7 +5,7 @@
 //! hooks that worked a minute ago fail with "unknown template".
 
 use std::collections::{BTreeMap, HashMap};
-use std::fmt;
+use std::fmt::{self, Write as _};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -26,8 +26,10 @@ pub(crate) struct LoadedTemplate {
 /// Resolved metrics of one template, shared by the requests that ask for them.
 pub(crate) type Resolved = Arc<Vec<Arc<Metric>>>;
 
-/// (template name, arguments sorted by name).
-type CacheKey = (String, Vec<(String, String)>);
+/// The template's name and its arguments sorted by name, each piece prefixed with its length
+/// (so that no two selections share a key whatever their text): one string, hashed and
+/// compared in one pass.
+type CacheKey = String;
 
 /// A validated set of templates, by name.
 #[derive(Debug, Default)]
@@ -65,13 +67,22 @@ impl TemplateSet {
         args: &[(String, String)],
     ) -> Option<Result<Resolved, SpecError>> {
         let loaded = self.templates.get(name)?;
-        let normalized: Vec<(String, String)> = args
-            .iter()
-            .cloned()
-            .collect::<BTreeMap<String, String>>()
-            .into_iter()
-            .collect();
-        let key = (name.to_string(), normalized);
+        // Sorted by name (a stable sort), the last of equal names kept (later pairs win).
+        let mut normalized: Vec<(&str, &str)> =
+            args.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        normalized.sort_by_key(|(k, _)| *k);
+        let mut kept: Vec<(&str, &str)> = Vec::with_capacity(normalized.len());
+        for (k, v) in normalized {
+            match kept.last_mut() {
+                Some(last) if last.0 == k => last.1 = v,
+                _ => kept.push((k, v)),
+            }
+        }
+        let mut key = CacheKey::with_capacity(64);
+        for piece in std::iter::once(name).chain(kept.iter().flat_map(|(k, v)| [*k, *v])) {
+            // Writing to a String cannot fail.
+            let _ = write!(key, "{}:{piece}", piece.len());
+        }
         let mut cache = match self.resolved.lock() {
             Ok(guard) => guard,
             Err(poisoned) => poisoned.into_inner(),
@@ -80,7 +91,11 @@ impl TemplateSet {
             return Some(Ok(hit.clone()));
         }
         // Resolved under the lock: concurrent misses for one key would only repeat the work.
-        let metrics = match loaded.template.metrics(&key.1) {
+        let owned: Vec<(String, String)> = kept
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let metrics = match loaded.template.metrics(&owned) {
             Ok(m) => Arc::new(m.into_iter().map(Arc::new).collect::<Vec<_>>()),
             Err(e) => return Some(Err(e)),
         };
