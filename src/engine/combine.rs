@@ -56,6 +56,17 @@ impl Combined {
         use std::fmt::Write;
         // Messages may span lines; the reason is one line with single spaces.
         let push_one_line = |out: &mut String, message: &str| {
+            // Most messages are one ASCII line already: copied whole.
+            let spaced = |b: &[u8]| b.first() == Some(&b' ') || b.last() == Some(&b' ');
+            let bytes = message.as_bytes();
+            if message.is_ascii()
+                && !spaced(bytes)
+                && !bytes.iter().any(|&b| b.is_ascii_whitespace() && b != b' ')
+                && !message.contains("  ")
+            {
+                out.push_str(message);
+                return;
+            }
             for (i, word) in message.split_whitespace().enumerate() {
                 if i > 0 {
                     out.push(' ');
@@ -161,5 +172,18 @@ mod tests {
         let mut running = two.clone();
         running.results[1].measurement.finished_at = None;
         assert!(running.summary().unwrap().finished_at.is_none());
+    }
+
+    #[test]
+    fn the_reason_is_one_line_whatever_the_message() {
+        let with = |message: &str| {
+            let mut one = named("a", Phase::Failed, "1");
+            one.measurement.message = message.into();
+            Combined::new(vec![one]).reason()
+        };
+        assert_eq!(with("plain, one line"), "Failed: a: plain, one line");
+        assert_eq!(with(" padded\t"), "Failed: a: padded");
+        assert_eq!(with("non\u{a0}breaking  é"), "Failed: a: non breaking é");
+        assert_eq!(with(""), "Failed: a: ");
     }
 }
