@@ -21,7 +21,11 @@
 //! 3. `/metrics` exposition: scrapes per second on one connection after checks filled the
 //!    series, this build against the baseline (the hand-written exposition before issue 14).
 //!
-//! `cargo bench --bench serve_load [throughput|metrics|overhead]` runs one part. With
+//! 4. Instructions per check (`serve_load/instructions.rs`): serve, a baseline and the floor
+//!    proxy under valgrind's callgrind, which counts what latency on shared cores cannot
+//!    resolve (a change of a few microseconds of serve's own work). Needs valgrind.
+//!
+//! `cargo bench --bench serve_load [throughput|metrics|overhead|instructions]` runs one part. With
 //! `SERVE_LOAD_BASELINE=/path/to/an/older/rollgate`, every part also runs that binary, in the
 //! same run, so before and after are measured on the same machine under the same load.
 //!
@@ -43,6 +47,8 @@
 
 #[path = "serve_load/floor.rs"]
 mod floor;
+#[path = "serve_load/instructions.rs"]
+mod instructions;
 #[path = "../tests/serve_common/mod.rs"]
 mod serve_common;
 #[path = "../tests/support/mod.rs"]
@@ -55,6 +61,11 @@ use serve_common::{error_rate_template, flagger_payload, path_str, template_dir,
 use support::scenarios::{Rate, Traffic, HEALTHY};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+
+/// The allocator the rollgate binary uses (src/main.rs): the floor proxy and the queries sent
+/// alone must not pay for glibc's malloc when serve does not.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Concurrent connections of the throughput driver.
 const CONNECTIONS: usize = 64;
@@ -403,8 +414,22 @@ struct FloorProcess {
 
 impl FloorProcess {
     fn start(prometheus: &str, queries: &Value) -> FloorProcess {
+        Self::start_under(&[], prometheus, queries)
+    }
+
+    /// Like `start`, run by `wrapper` (a program and its arguments) when that is not empty.
+    fn start_under(wrapper: &[&str], prometheus: &str, queries: &Value) -> FloorProcess {
         use std::io::BufRead;
-        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        let exe = std::env::current_exe().unwrap();
+        let mut command = match wrapper {
+            [program, args @ ..] => {
+                let mut command = std::process::Command::new(program);
+                command.args(args).arg(exe);
+                command
+            }
+            [] => std::process::Command::new(exe),
+        };
+        let mut child = command
             .env(floor::PROMETHEUS_ENV, prometheus)
             .env(floor::QUERIES_ENV, queries.to_string())
             .stdout(std::process::Stdio::piped())
@@ -427,6 +452,38 @@ impl Drop for FloorProcess {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The sizes to measure: all, or those `SERVE_LOAD_SIZES=2,20` names by series per query.
+fn chosen_sizes() -> impl Iterator<Item = &'static Sized> {
+    let chosen = std::env::var("SERVE_LOAD_SIZES").ok();
+    SIZES.iter().filter(move |size| {
+        chosen.as_deref().is_none_or(|list| {
+            list.split(',')
+                .any(|n| n.trim() == size.series().to_string())
+        })
+    })
+}
+
+impl Sized {
+    /// Series per query.
+    fn series(&self) -> usize {
+        self.pods * self.routes * 2
+    }
+}
+
+/// The floor proxy's queries: each sized service's two.
+fn floor_queries() -> Value {
+    SIZES
+        .iter()
+        .map(|size| {
+            (
+                size.service.to_string(),
+                json!(template_queries(size.service)),
+            )
+        })
+        .collect::<serde_json::Map<String, Value>>()
+        .into()
 }
 
 /// The template's two queries for a service of the sized data set, as rollgate sends them.
@@ -469,16 +526,7 @@ fn overhead(bin: &str) -> (f64, f64) {
     let query_url = format!("{}/api/v1/query", prom.url);
     let health_url = format!("{}/healthz", server.url);
     let prom_health_url = format!("{}/-/healthy", prom.url);
-    let floor_queries: serde_json::Map<String, Value> = SIZES
-        .iter()
-        .map(|size| {
-            (
-                size.service.to_string(),
-                json!(template_queries(size.service)),
-            )
-        })
-        .collect();
-    let floor = FloorProcess::start(&prom.url, &Value::Object(floor_queries));
+    let floor = FloorProcess::start(&prom.url, &floor_queries());
     let floor_url = format!("{}/flagger/v1/check", floor.url);
     let client = reqwest::Client::builder().no_proxy().build().unwrap();
     let mut rows = Vec::new();
@@ -496,15 +544,7 @@ fn overhead(bin: &str) -> (f64, f64) {
         };
         let hop = || get(&health_url);
         let prom_hop = || get(&prom_health_url);
-        // `SERVE_LOAD_SIZES=2,20` measures only those series counts (e.g. to profile one).
-        let chosen = std::env::var("SERVE_LOAD_SIZES").ok();
-        let sizes = SIZES.iter().filter(|size| {
-            chosen.as_deref().is_none_or(|list| {
-                list.split(',')
-                    .any(|n| n.trim() == (size.pods * size.routes * 2).to_string())
-            })
-        });
-        for size in sizes {
+        for size in chosen_sizes() {
             let payload = flagger_payload(
                 "Progressing",
                 &[("template", "error-rate"), ("args.service", size.service)],
@@ -581,7 +621,7 @@ fn overhead(bin: &str) -> (f64, f64) {
             p.sort();
             f.sort();
             rows.push(Overhead {
-                series: size.pods * size.routes * 2,
+                series: size.series(),
                 serve: pct(&s, 0.5),
                 plain: pct(&p, 0.5),
                 own_ms: median(own),
@@ -691,6 +731,12 @@ fn main() {
                 this / baseline
             );
         }
+    }
+    if wanted("instructions") {
+        println!(
+            "serve_load: user-space instructions per check under callgrind, against the real Prometheus"
+        );
+        instructions::run(&binaries);
     }
     if wanted("overhead") {
         println!("serve_load: {ROUNDS} interleaved rounds against the real Prometheus");

@@ -50,7 +50,25 @@ impl ServeProcess {
         args: &[&str],
         env: &[(&str, &str)],
     ) -> Result<ServeProcess, (Option<ExitStatus>, Vec<String>)> {
-        let mut cmd = Command::new(bin);
+        Self::try_start_under(&[], bin, args, env)
+    }
+
+    /// Like `try_start_bin`, run by `wrapper` (a program and its arguments, e.g. valgrind)
+    /// when that is not empty.
+    pub fn try_start_under(
+        wrapper: &[&str],
+        bin: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Result<ServeProcess, (Option<ExitStatus>, Vec<String>)> {
+        let mut cmd = match wrapper {
+            [program, wrapper_args @ ..] => {
+                let mut cmd = Command::new(program);
+                cmd.args(wrapper_args).arg(bin);
+                cmd
+            }
+            [] => Command::new(bin),
+        };
         cmd.arg("serve")
             .arg("--listen")
             .arg("127.0.0.1:0")
