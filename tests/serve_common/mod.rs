@@ -6,6 +6,7 @@
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -22,6 +23,8 @@ pub struct ServeProcess {
     /// `http://127.0.0.1:PORT` (or https).
     pub url: String,
     logs: Arc<Mutex<Vec<String>>>,
+    /// Set by `drop_logs`: lines are still read from the pipe, then dropped.
+    dropping: Arc<AtomicBool>,
 }
 
 impl ServeProcess {
@@ -84,11 +87,14 @@ impl ServeProcess {
         let mut child = cmd.spawn().expect("spawn rollgate serve");
         let stderr = child.stderr.take().unwrap();
         let logs = Arc::new(Mutex::new(Vec::new()));
-        let sink = logs.clone();
+        let dropping = Arc::new(AtomicBool::new(false));
+        let (sink, drop_lines) = (logs.clone(), dropping.clone());
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines() {
                 let Ok(line) = line else { break };
-                sink.lock().unwrap().push(line);
+                if !drop_lines.load(Ordering::Relaxed) {
+                    sink.lock().unwrap().push(line);
+                }
             }
         });
         let tls = args.contains(&"--tls-cert");
@@ -104,6 +110,7 @@ impl ServeProcess {
                     child,
                     url: format!("{scheme}://{addr}"),
                     logs,
+                    dropping,
                 });
             }
             if let Ok(Some(status)) = child.try_wait() {
@@ -119,6 +126,13 @@ impl ServeProcess {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// From now on, reads the server's log lines and drops them, as a log shipper would,
+    /// instead of keeping them: a benchmark's millions of access-log lines kept in memory
+    /// would charge the harness's page faults to the server on shared cores.
+    pub fn drop_logs(&self) {
+        self.dropping.store(true, Ordering::Relaxed);
     }
 
     /// The process id.
