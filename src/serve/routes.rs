@@ -160,7 +160,9 @@ async fn access(State(state): State<Arc<AppState>>, mut req: Request, next: Next
     let _in_flight = ops::Metrics::start_request(&state);
     let endpoint = endpoint(&req);
     let method = req.method().clone();
-    let path = req.uri().path().to_string();
+    // A clone shares the request line's bytes: nothing is copied or formatted unless a line
+    // is logged.
+    let uri = req.uri().clone();
     let peer = req.extensions().get::<super::listener::Peer>().map(|p| p.0);
     let response = match authenticate(&state, endpoint, &mut req) {
         Some(refusal) => http::unauthorized(req.headers(), refusal),
@@ -188,7 +190,6 @@ async fn access(State(state): State<Arc<AppState>>, mut req: Request, next: Next
         .metrics
         .observe_request(endpoint.path, status, latency);
     let note = response.extensions().get::<AccessNote>();
-    let peer = peer.map(|p| p.to_string()).unwrap_or_default();
     let latency_ms = latency.as_secs_f64() * 1000.0;
     let text = |f: fn(&AccessNote) -> Option<&str>| note.and_then(f).unwrap_or("");
     let verdict = note
@@ -199,11 +200,11 @@ async fn access(State(state): State<Arc<AppState>>, mut req: Request, next: Next
         ($level:ident) => {
             tracing::$level!(
                 target: "rollgate::serve::access",
-                method = %method,
-                path = %path,
+                method = method.as_str(),
+                path = uri.path(),
                 status,
                 latency_ms,
-                peer = %peer,
+                peer = peer.map(tracing::field::display),
                 canary = text(|n| n.canary.as_deref()),
                 template = text(|n| n.template.as_deref()),
                 verdict,

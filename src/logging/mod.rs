@@ -2,7 +2,7 @@
 //! each at its level), plain text on stderr on a terminal. Nothing is ever logged to stdout.
 
 use std::fmt;
-use std::io::{IsTerminal, Write as _};
+use std::io::IsTerminal;
 
 use chrono::{SecondsFormat, Utc};
 use tracing::field::{Field, Visit};
@@ -11,6 +11,8 @@ use tracing_subscriber::fmt::format::Writer;
 use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
 use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::EnvFilter;
+
+mod paced;
 
 /// The levels plugin mode accepts, most severe first.
 pub(crate) const LOG_LEVELS: [&str; 5] = ["error", "warn", "info", "debug", "trace"];
@@ -63,19 +65,17 @@ pub(crate) fn init_hclog_logging(filter: EnvFilter) {
         .try_init();
 }
 
-/// Keeps `serve`'s log writer thread running; dropping it writes out what is still queued.
-pub(crate) type LogGuard = tracing_appender::non_blocking::WorkerGuard;
+/// Keeps `serve`'s log writer thread running; dropping it writes out what is still buffered.
+pub(crate) type LogGuard = paced::Guard;
 
-/// Installs `serve`'s logging on stderr, hclog JSON lines or text, through tracing-appender's
-/// non-blocking writer: requests only queue their line; one thread of its own writes them into
-/// a buffer that reaches stderr when full or every `FLUSH_EVERY` ([`PacedStderr`]). Under load
-/// this turns one `write(2)` per access-log line on the request's worker into one per 64 KiB. Not lossy: when 128,000 lines are queued, requests wait for the writer
-/// rather than drop lines. Hold the guard until the server has stopped.
-pub(crate) fn init_serve_logging(level: &str, json: bool) -> LogGuard {
-    let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
-        .lossy(false)
-        .thread_name("rollgate-log")
-        .finish(PacedStderr::start());
+/// Installs `serve`'s logging on stderr, hclog JSON lines or text, through [`paced`]'s
+/// writer: a request's worker only copies its line into a shared buffer, and a thread of its
+/// own writes it to stderr when 64 KiB have gathered or 10 ms after the first line waiting.
+/// Under load this turns one `write(2)` per access-log line into one per 64 KiB; no line is
+/// dropped (requests wait when 8 MiB are waiting). Hold the guard until the server has stopped.
+/// Fails only when the thread cannot be started.
+pub(crate) fn init_serve_logging(level: &str, json: bool) -> std::io::Result<LogGuard> {
+    let (writer, guard) = paced::start(std::io::stderr(), paced::Pacing::default())?;
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter(level))
         .with_writer(writer);
@@ -87,7 +87,7 @@ pub(crate) fn init_serve_logging(level: &str, json: bool) -> LogGuard {
             .with_target(false)
             .try_init()
     };
-    guard
+    Ok(guard)
 }
 
 /// The hclog JSON line (without the newline) that reports a start-up failure at `error`:
@@ -102,58 +102,6 @@ pub(crate) fn report_startup_error(message: &str) {
     use std::io::Write;
     let mut err = std::io::stderr().lock();
     let _ = writeln!(err, "{}", startup_error_line(message)).and_then(|()| err.flush());
-}
-
-/// How often buffered log lines reach stderr at the latest.
-const FLUSH_EVERY: std::time::Duration = std::time::Duration::from_millis(10);
-
-/// stderr behind a 64 KiB buffer that is written out when full, by a timer every
-/// `FLUSH_EVERY`, and when the log thread ends. tracing-appender's thread flushes whenever its
-/// queue runs empty, which under load is every few lines: one pipe write per handful of
-/// access-log lines, a sizeable part of a saturated server's CPU. Paced, a busy server writes a
-/// buffer at a time and a quiet one's lines still appear within `FLUSH_EVERY`.
-struct PacedStderr(std::sync::Arc<std::sync::Mutex<std::io::BufWriter<std::io::Stderr>>>);
-
-impl PacedStderr {
-    fn start() -> PacedStderr {
-        let buffer = std::sync::Arc::new(std::sync::Mutex::new(std::io::BufWriter::with_capacity(
-            64 * 1024,
-            std::io::stderr(),
-        )));
-        let timer = std::sync::Arc::downgrade(&buffer);
-        // Ends with the writer: the log thread owns the only strong reference.
-        let _ = std::thread::Builder::new()
-            .name("rollgate-log-flush".into())
-            .spawn(move || loop {
-                std::thread::sleep(FLUSH_EVERY);
-                let Some(buffer) = timer.upgrade() else { break };
-                let _ = lock(&buffer).flush();
-            });
-        PacedStderr(buffer)
-    }
-}
-
-fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-impl std::io::Write for PacedStderr {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        lock(&self.0).write(bytes)
-    }
-    fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
-        lock(&self.0).write_all(bytes)
-    }
-    /// Left to the timer and to `Drop`.
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Drop for PacedStderr {
-    fn drop(&mut self) {
-        let _ = lock(&self.0).flush();
-    }
 }
 
 /// Installs human-readable logging on stderr for the command line.
@@ -255,25 +203,77 @@ struct JsonFields {
 
 impl JsonFields {
     fn put<T: serde::Serialize + ?Sized>(&mut self, field: &Field, value: &T) {
+        if self.start(field) {
+            push_json(&mut self.members, value);
+        }
+    }
+
+    /// Writes `,"name":` unless the field is dropped (names starting with `@`).
+    fn start(&mut self, field: &Field) -> bool {
         let name = field.name();
         if name.starts_with('@') {
-            return;
+            return false;
         }
         self.members.push(b',');
         push_json(&mut self.members, name);
         self.members.push(b':');
-        push_json(&mut self.members, value);
+        true
+    }
+}
+
+/// Appends what is written into it as the content of a JSON string (without the quotes).
+struct JsonStringContent<'a>(&'a mut Vec<u8>);
+
+impl fmt::Write for JsonStringContent<'_> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let out = &mut *self.0;
+        let mut plain = 0;
+        for (i, b) in s.bytes().enumerate() {
+            let short: Option<&[u8]> = match b {
+                b'"' => Some(br#"\""#),
+                b'\\' => Some(br"\\"),
+                b'\n' => Some(br"\n"),
+                b'\r' => Some(br"\r"),
+                b'\t' => Some(br"\t"),
+                0..=0x1f => None,
+                _ => continue,
+            };
+            out.extend_from_slice(&s.as_bytes()[plain..i]);
+            plain = i + 1;
+            match short {
+                Some(escape) => out.extend_from_slice(escape),
+                None => out.extend_from_slice(&[
+                    b'\\',
+                    b'u',
+                    b'0',
+                    b'0',
+                    HEX[usize::from(b >> 4)],
+                    HEX[usize::from(b & 0xf)],
+                ]),
+            }
+        }
+        out.extend_from_slice(&s.as_bytes()[plain..]);
+        Ok(())
     }
 }
 
 impl Visit for JsonFields {
     fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
-        let text = format!("{value:?}");
         if field.name() == "message" {
-            self.message = Some(text);
-        } else {
-            self.put(field, text.as_str());
+            self.message = Some(format!("{value:?}"));
+            return;
         }
+        if !self.start(field) {
+            return;
+        }
+        // Formatted straight into the line, escaped on the way: no string of its own.
+        self.members.push(b'"');
+        let _ = fmt::write(
+            &mut JsonStringContent(&mut self.members),
+            format_args!("{value:?}"),
+        );
+        self.members.push(b'"');
     }
     fn record_str(&mut self, field: &Field, value: &str) {
         if field.name() == "message" {
@@ -332,6 +332,7 @@ mod tests {
             tracing::warn!(
                 metric = "error-rate",
                 count = 3,
+                detail = %"tab\there \"q\"\u{1}",
                 "query \"failed\"\nretrying"
             );
             tracing::trace!("filtered out");
@@ -349,11 +350,23 @@ mod tests {
         assert_eq!(v["@message"], "query \"failed\"\nretrying");
         assert_eq!(v["metric"], "error-rate");
         assert_eq!(v["count"], 3);
+        assert_eq!(v["detail"], "tab\there \"q\"\u{1}");
         let ts = v["@timestamp"].as_str().unwrap();
         // 2006-01-02T15:04:05.000000Z07:00 with UTC: exactly six fraction digits, then Z.
         assert_eq!(ts.len(), "2006-01-02T15:04:05.000000Z".len(), "{ts}");
         assert!(ts.ends_with('Z'));
         assert!(chrono::DateTime::parse_from_rfc3339(ts).is_ok());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn formatted_fields_are_json_strings_whatever_they_hold(text in "\\PC*|[\\x00-\\x7f]*") {
+            let mut out = vec![b'"'];
+            let _ = fmt::write(&mut JsonStringContent(&mut out), format_args!("{text}"));
+            out.push(b'"');
+            let back: String = serde_json::from_slice(&out).unwrap();
+            proptest::prop_assert_eq!(back, text);
+        }
     }
 
     #[test]
