@@ -26,7 +26,11 @@
 //!    proxy under valgrind's callgrind, which counts what latency on shared cores cannot
 //!    resolve (a change of a few microseconds of serve's own work). Needs valgrind.
 //!
-//! `cargo bench --bench serve_load [throughput|metrics|overhead|instructions]` runs one part. With
+//! 5. System calls per check (`serve_load/syscalls.rs`): serve, a baseline and the floor proxy
+//!    under strace, which shows what a check makes other threads do (wake-ups through tokio's
+//!    eventfd and futexes), invisible to an instruction count. Needs strace.
+//!
+//! `cargo bench --bench serve_load [throughput|metrics|overhead|instructions|syscalls]` runs one part. With
 //! `SERVE_LOAD_BASELINE=/path/to/an/older/rollgate`, every part also runs that binary, in the
 //! same run, so before and after are measured on the same machine under the same load.
 //!
@@ -54,6 +58,8 @@ mod instructions;
 mod serve_common;
 #[path = "../tests/support/mod.rs"]
 mod support;
+#[path = "serve_load/syscalls.rs"]
+mod syscalls;
 
 use std::time::{Duration, Instant};
 
@@ -747,8 +753,8 @@ fn main() {
     if let Ok(prometheus) = std::env::var(floor::PROMETHEUS_ENV) {
         return floor::run(&prometheus);
     }
-    // `cargo bench` passes --bench; a further argument picks one part: `throughput`, `metrics`
-    // or `overhead`.
+    // `cargo bench` passes --bench; a further argument picks one part: `throughput`,
+    // `metrics`, `instructions`, `syscalls` or `overhead`.
     let only: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| !a.starts_with("--"))
@@ -790,6 +796,10 @@ fn main() {
             "serve_load: user-space instructions per check under callgrind, against the real Prometheus"
         );
         instructions::run(&binaries);
+    }
+    if wanted("syscalls") {
+        println!("serve_load: system calls per check under strace, against the real Prometheus");
+        syscalls::run(&binaries);
     }
     if wanted("overhead") {
         println!("serve_load: {ROUNDS} interleaved rounds against the real Prometheus");

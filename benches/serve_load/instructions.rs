@@ -20,9 +20,9 @@ use super::serve_common::{
 use super::{chosen_sizes, floor_queries, FloorProcess, Sized};
 
 /// Checks in the shorter run.
-const FEW: usize = 50;
+pub(super) const FEW: usize = 50;
 /// Checks in the longer run.
-const MANY: usize = 300;
+pub(super) const MANY: usize = 300;
 
 /// Prints instructions per check of each of `binaries` and of the floor proxy, and, with a
 /// baseline, this build's count over the baseline's.
@@ -142,7 +142,7 @@ fn callgrind(file: &Path) -> Vec<String> {
 }
 
 /// `checks` Flagger checks of `size`'s service in a row, each answered 200.
-fn drive(url: &str, size: &Sized, checks: usize) {
+pub(super) fn drive(url: &str, size: &Sized, checks: usize) {
     let payload = flagger_payload(
         "Progressing",
         &[("template", "error-rate"), ("args.service", size.service)],
