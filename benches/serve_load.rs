@@ -557,15 +557,22 @@ fn template_queries(service: &'static str) -> [String; 2] {
     [traffic.total_query("5m"), traffic.ratio_query("5m")]
 }
 
-/// Runs the overhead comparison against `bin`; returns the largest medians of the own share
-/// and of serve − floor (ms).
-fn overhead(bin: &str) -> (f64, f64) {
+/// A Prometheus holding the sized services, and a template directory with the error-rate
+/// template the checks name.
+fn sized_prometheus() -> (support::prom::PromServer, tempfile::TempDir) {
     let base = support::scenarios::base_now();
     let prom = support::prom::PromServer::start(base, &sized_dataset(base));
-    let dir = template_dir(&[(
+    let templates = template_dir(&[(
         "error-rate.yaml",
         error_rate_template("error-rate", "inconclusive"),
     )]);
+    (prom, templates)
+}
+
+/// Runs the overhead comparison against `bin`; returns the largest medians of the own share
+/// and of serve − floor (ms).
+fn overhead(bin: &str) -> (f64, f64) {
+    let (prom, dir) = sized_prometheus();
     let server = start(
         bin,
         &[

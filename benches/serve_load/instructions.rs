@@ -14,9 +14,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use super::serve_common::{
-    error_rate_template, flagger_payload, path_str, template_dir, ServeProcess,
-};
+use super::serve_common::{flagger_payload, path_str, ServeProcess};
 use super::{chosen_sizes, floor_queries, FloorProcess, Sized};
 
 /// Checks in the shorter run.
@@ -34,12 +32,7 @@ pub fn run(binaries: &[(&str, String)]) {
         println!("  skipped: valgrind is not installed (Debian package valgrind)");
         return;
     }
-    let base = crate::support::scenarios::base_now();
-    let prom = crate::support::prom::PromServer::start(base, &super::sized_dataset(base));
-    let templates = template_dir(&[(
-        "error-rate.yaml",
-        error_rate_template("error-rate", "inconclusive"),
-    )]);
+    let (prom, templates) = super::sized_prometheus();
     // `SERVE_LOAD_CALLGRIND_DIR=DIR` keeps the counts there, for `callgrind_annotate`.
     let out = tempfile::tempdir().unwrap();
     let kept = std::env::var_os("SERVE_LOAD_CALLGRIND_DIR").map(std::path::PathBuf::from);

@@ -16,7 +16,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::instructions::{drive, FEW, MANY};
-use super::serve_common::{error_rate_template, path_str, template_dir, ServeProcess};
+use super::serve_common::{path_str, ServeProcess};
 use super::{chosen_sizes, floor_queries, FloorProcess, Sized};
 
 /// The calls printed one by one (the rest are in the total).
@@ -29,12 +29,7 @@ pub fn run(binaries: &[(&str, String)]) {
         println!("  skipped: strace is not installed (Debian package strace)");
         return;
     }
-    let base = crate::support::scenarios::base_now();
-    let prom = crate::support::prom::PromServer::start(base, &super::sized_dataset(base));
-    let templates = template_dir(&[(
-        "error-rate.yaml",
-        error_rate_template("error-rate", "inconclusive"),
-    )]);
+    let (prom, templates) = super::sized_prometheus();
     let floor = FloorProcess::start(&prom.url, &floor_queries());
     let servers: Vec<(&str, ServeProcess)> = binaries
         .iter()
