@@ -180,7 +180,6 @@ impl Server {
     }
 }
 
-/// Counts every query of an engine in `metrics`.
 /// How far ahead the timer driver's next wake-up is held at most (see
 /// [`hold_the_timer_wheel_near`]).
 const TIMER_ANCHOR_PERIOD: Duration = Duration::from_millis(250);
@@ -201,6 +200,7 @@ async fn hold_the_timer_wheel_near() {
     }
 }
 
+/// Counts every query of an engine in `metrics`.
 fn observer(metrics: Arc<ops::Metrics>) -> QueryObserver {
     Arc::new(move |kind, outcome, latency| metrics.observe_query(kind, outcome, latency))
 }
