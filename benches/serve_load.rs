@@ -569,21 +569,24 @@ fn sized_prometheus() -> (support::prom::PromServer, tempfile::TempDir) {
     (prom, templates)
 }
 
+/// Serve's arguments against the sized Prometheus: the templates of [`sized_prometheus`], the
+/// access log off (it is measured by the throughput part).
+fn sized_serve_args<'a>(templates: &'a std::path::Path, prometheus: &'a str) -> [&'a str; 6] {
+    [
+        "--templates",
+        path_str(templates),
+        "--prometheus",
+        prometheus,
+        "--log-level",
+        "warn,rollgate::serve::access=warn",
+    ]
+}
+
 /// Runs the overhead comparison against `bin`; returns the largest medians of the own share
 /// and of serve − floor (ms).
 fn overhead(bin: &str) -> (f64, f64) {
     let (prom, dir) = sized_prometheus();
-    let server = start(
-        bin,
-        &[
-            "--templates",
-            path_str(dir.path()),
-            "--prometheus",
-            &prom.url,
-            "--log-level",
-            "warn,rollgate::serve::access=warn",
-        ],
-    );
+    let server = start(bin, &sized_serve_args(dir.path(), &prom.url));
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

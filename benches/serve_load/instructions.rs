@@ -14,7 +14,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use super::serve_common::{flagger_payload, path_str, ServeProcess};
+use super::serve_common::{flagger_payload, ServeProcess};
 use super::{chosen_sizes, floor_queries, FloorProcess, Sized};
 
 /// Checks in the shorter run.
@@ -69,14 +69,7 @@ pub fn run(binaries: &[(&str, String)]) {
                     let mut server = ServeProcess::try_start_under(
                         &wrapper,
                         bin,
-                        &[
-                            "--templates",
-                            path_str(templates.path()),
-                            "--prometheus",
-                            &prom.url,
-                            "--log-level",
-                            "warn,rollgate::serve::access=warn",
-                        ],
+                        &super::sized_serve_args(templates.path(), &prom.url),
                         &[],
                     )
                     .unwrap_or_else(|(status, logs)| {

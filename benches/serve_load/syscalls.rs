@@ -16,7 +16,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::instructions::{drive, FEW, MANY};
-use super::serve_common::{path_str, ServeProcess};
+use super::serve_common::ServeProcess;
 use super::{chosen_sizes, floor_queries, FloorProcess, Sized};
 
 /// The calls printed one by one (the rest are in the total).
@@ -34,17 +34,7 @@ pub fn run(binaries: &[(&str, String)]) {
     let servers: Vec<(&str, ServeProcess)> = binaries
         .iter()
         .map(|(name, bin)| {
-            let server = super::start(
-                bin,
-                &[
-                    "--templates",
-                    path_str(templates.path()),
-                    "--prometheus",
-                    &prom.url,
-                    "--log-level",
-                    "warn,rollgate::serve::access=warn",
-                ],
-            );
+            let server = super::start(bin, &super::sized_serve_args(templates.path(), &prom.url));
             (*name, server)
         })
         .collect();
@@ -80,7 +70,7 @@ fn per_check(pid: u32, url: &str, size: &Sized) -> BTreeMap<String, f64> {
     many.iter()
         .map(|(call, n)| {
             let before = few.get(call).copied().unwrap_or(0);
-            let per = (n.saturating_sub(before)) as f64 / (MANY - FEW) as f64;
+            let per = n.saturating_sub(before) as f64 / (MANY - FEW) as f64;
             (call.clone(), per)
         })
         .collect()
