@@ -225,28 +225,46 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-/// `rollgate serve` from `bin` with the error-rate template, its queries answered by the replay
-/// of the healthy service; the directory holding both lives as long as the returned guard.
-fn replay_server(bin: &str, log_level: &str) -> (ServeProcess, tempfile::TempDir) {
+/// The access log off and on: serve's `--log-level` for each.
+const ACCESS_LOG_LEVELS: [(&str, &str); 2] = [
+    ("access log off", "warn,rollgate::serve::access=warn"),
+    ("access log on (JSON, stderr)", "warn"),
+];
+
+/// The error-rate template and the replay of the healthy service's answers (the path returned),
+/// in one directory.
+fn replay_dir() -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = template_dir(&[(
         "error-rate.yaml",
         error_rate_template("error-rate", "inconclusive"),
     )]);
     let replay = replay_file(dir.path());
-    let server = start(
-        bin,
-        &[
-            "--templates",
-            path_str(dir.path()),
-            "--replay",
-            path_str(&replay),
-            "--prometheus",
-            "http://replay.invalid:9090",
-            "--log-level",
-            log_level,
-        ],
-    );
-    (server, dir)
+    (dir, replay)
+}
+
+/// Serve's arguments for [`replay_dir`]'s template, its queries answered by the replay.
+fn replay_args<'a>(
+    (dir, replay): &'a (tempfile::TempDir, std::path::PathBuf),
+    log_level: &'a str,
+) -> [&'a str; 8] {
+    [
+        "--templates",
+        path_str(dir.path()),
+        "--replay",
+        path_str(replay),
+        "--prometheus",
+        "http://replay.invalid:9090",
+        "--log-level",
+        log_level,
+    ]
+}
+
+/// `rollgate serve` from `bin` on [`replay_dir`]; the directory lives as long as the returned
+/// guard.
+fn replay_server(bin: &str, log_level: &str) -> (ServeProcess, tempfile::TempDir) {
+    let replay = replay_dir();
+    let server = start(bin, &replay_args(&replay, log_level));
+    (server, replay.0)
 }
 
 /// The access log off and on, as two servers of `bin` measured in alternating slices (off then
@@ -254,10 +272,7 @@ fn replay_server(bin: &str, log_level: &str) -> (ServeProcess, tempfile::TempDir
 /// length of one run, so one run of each would compare two different machines. Returns the
 /// median of the per-round on / off ratios.
 fn throughput(bin: &str) -> f64 {
-    let levels = [
-        ("access log off", "warn,rollgate::serve::access=warn"),
-        ("access log on (JSON, stderr)", "warn"),
-    ];
+    let levels = ACCESS_LOG_LEVELS;
     let servers: Vec<_> = levels
         .iter()
         .map(|(_, level)| {

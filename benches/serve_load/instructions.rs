@@ -8,6 +8,9 @@
 //! the first connections cancel out). User-space instructions only: the kernel's share of a
 //! check (loopback TCP, epoll) is the same for any service sending the same two queries.
 //!
+//! A last table counts the access log the same way: the throughput part's replay-backed check
+//! with the log off and on.
+//!
 //! `cargo bench --bench serve_load instructions`; skipped when valgrind is not installed.
 //! `SERVE_LOAD_CALLGRIND_DIR=DIR` keeps callgrind's files in DIR (for `callgrind_annotate`).
 
@@ -15,7 +18,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::serve_common::{flagger_payload, ServeProcess};
-use super::{chosen_sizes, floor_queries, FloorProcess, Sized};
+use super::{chosen_sizes, floor_queries, FloorProcess};
 
 /// Checks in the shorter run.
 pub(super) const FEW: usize = 50;
@@ -48,12 +51,16 @@ pub fn run(binaries: &[(&str, String)]) {
         let run_file = |what: &str, checks: usize| {
             out_dir.join(format!("{what}-{}-{checks}.out", size.series()))
         };
-        let floor = per_check(size, |checks| {
+        let floor = per_check(size.service, |checks| {
             let file = run_file("floor", checks);
             let wrapper = callgrind(&file);
             let wrapper: Vec<&str> = wrapper.iter().map(String::as_str).collect();
             let mut process = FloorProcess::start_under(&wrapper, &prom.url, &queries);
-            drive(&format!("{}/flagger/v1/check", process.url), size, checks);
+            drive(
+                &format!("{}/flagger/v1/check", process.url),
+                size.service,
+                checks,
+            );
             terminate(process.child.id());
             let _ = process.child.wait();
             total(&file)
@@ -62,11 +69,11 @@ pub fn run(binaries: &[(&str, String)]) {
             .iter()
             .enumerate()
             .map(|(i, (_, bin))| {
-                per_check(size, |checks| {
+                per_check(size.service, |checks| {
                     let file = run_file(&format!("serve{i}"), checks);
                     let wrapper = callgrind(&file);
                     let wrapper: Vec<&str> = wrapper.iter().map(String::as_str).collect();
-                    let mut server = ServeProcess::try_start_under(
+                    let server = ServeProcess::try_start_under(
                         &wrapper,
                         bin,
                         &super::sized_serve_args(templates.path(), &prom.url),
@@ -75,12 +82,12 @@ pub fn run(binaries: &[(&str, String)]) {
                     .unwrap_or_else(|(status, logs)| {
                         panic!("{bin} serve under callgrind did not start ({status:?}): {logs:?}")
                     });
-                    drive(&format!("{}/flagger/v1/check", server.url), size, checks);
-                    server.signal("TERM");
-                    assert!(
-                        server.wait_exit(Duration::from_secs(60)).is_some(),
-                        "{bin} serve under callgrind did not stop on SIGTERM"
+                    drive(
+                        &format!("{}/flagger/v1/check", server.url),
+                        size.service,
+                        checks,
                     );
+                    stop(server, bin);
                     total(&file)
                 })
             })
@@ -102,17 +109,60 @@ pub fn run(binaries: &[(&str, String)]) {
             );
         }
     }
+    access_log(binaries, out_dir);
+}
+
+/// What the access log costs, counted: the throughput part's replay-backed checks (no
+/// Prometheus round trip, so the log's share is at its largest) with the log off and on. The
+/// throughput ratio of the same two moves by ±0.1 between runs on a shared machine; this does not.
+fn access_log(binaries: &[(&str, String)], out_dir: &Path) {
+    println!(
+        "  access log, replay-backed checks | instructions per check: log off | log on | off / on (the throughput ratio on / off, were a check's time its instructions)"
+    );
+    let replay = super::replay_dir();
+    for (i, (name, bin)) in binaries.iter().enumerate() {
+        let [off, on] = [0, 1].map(|log| {
+            let level = super::ACCESS_LOG_LEVELS[log].1;
+            per_check("healthy", |checks| {
+                let file = out_dir.join(format!("serve{i}-log{log}-{checks}.out"));
+                let wrapper = callgrind(&file);
+                let wrapper: Vec<&str> = wrapper.iter().map(String::as_str).collect();
+                let args = super::replay_args(&replay, level);
+                let server = ServeProcess::try_start_under(&wrapper, bin, &args, &[])
+                    .unwrap_or_else(|(status, logs)| {
+                        panic!("{bin} serve under callgrind did not start ({status:?}): {logs:?}")
+                    });
+                server.drop_logs();
+                drive(
+                    &format!("{}/flagger/v1/check", server.url),
+                    "healthy",
+                    checks,
+                );
+                stop(server, bin);
+                total(&file)
+            })
+        });
+        println!("  {name:>32} | {off:>10.0} | {on:>10.0} | {:.3}", off / on);
+    }
+}
+
+/// Stops a serve run under callgrind: SIGTERM, so that valgrind writes its counts.
+fn stop(mut server: ServeProcess, bin: &str) {
+    server.signal("TERM");
+    assert!(
+        server.wait_exit(Duration::from_secs(60)).is_some(),
+        "{bin} serve under callgrind did not stop on SIGTERM"
+    );
 }
 
 /// The steady-state instructions per check: the totals of a run of `FEW` and of `MANY` checks
 /// (from `measure`), their difference over `MANY - FEW`.
-fn per_check(size: &Sized, mut measure: impl FnMut(usize) -> u64) -> f64 {
+fn per_check(service: &str, mut measure: impl FnMut(usize) -> u64) -> f64 {
     let few = measure(FEW);
     let many = measure(MANY);
     assert!(
         many > few,
-        "{}: {MANY} checks counted {many} instructions, {FEW} counted {few}",
-        size.service
+        "{service}: {MANY} checks counted {many} instructions, {FEW} counted {few}"
     );
     (many - few) as f64 / (MANY - FEW) as f64
 }
@@ -127,11 +177,11 @@ fn callgrind(file: &Path) -> Vec<String> {
     ]
 }
 
-/// `checks` Flagger checks of `size`'s service in a row, each answered 200.
-pub(super) fn drive(url: &str, size: &Sized, checks: usize) {
+/// `checks` Flagger checks of `service` in a row, each answered 200.
+pub(super) fn drive(url: &str, service: &str, checks: usize) {
     let payload = flagger_payload(
         "Progressing",
-        &[("template", "error-rate"), ("args.service", size.service)],
+        &[("template", "error-rate"), ("args.service", service)],
     );
     let client = reqwest::Client::builder().no_proxy().build().unwrap();
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -149,7 +199,7 @@ pub(super) fn drive(url: &str, size: &Sized, checks: usize) {
                 .unwrap();
             let status = resp.status().as_u16();
             let body = resp.text().await.unwrap();
-            assert_eq!(status, 200, "{}: {body}", size.service);
+            assert_eq!(status, 200, "{service}: {body}");
         }
     });
 }

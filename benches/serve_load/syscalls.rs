@@ -65,8 +65,8 @@ pub fn run(binaries: &[(&str, String)]) {
 /// System calls per check of process `pid` answering `url`, by name, and their `total`.
 fn per_check(pid: u32, url: &str, size: &Sized) -> BTreeMap<String, f64> {
     let check_url = format!("{url}/flagger/v1/check");
-    let few = counted(pid, || drive(&check_url, size, FEW));
-    let many = counted(pid, || drive(&check_url, size, MANY));
+    let few = counted(pid, || drive(&check_url, size.service, FEW));
+    let many = counted(pid, || drive(&check_url, size.service, MANY));
     many.iter()
         .map(|(call, n)| {
             let before = few.get(call).copied().unwrap_or(0);

@@ -624,6 +624,13 @@ fn bad_input_is_a_4xx_with_a_reason_and_never_hurts_the_server() {
     assert!(refusals
         .iter()
         .any(|v| v["refusal"].as_str().unwrap().contains("unknown template")));
+    // Each line names the client: this test's own connections, from the loopback address.
+    for line in &refusals {
+        let peer: std::net::SocketAddr = line["peer"].as_str().unwrap().parse().unwrap();
+        assert_eq!(peer.ip(), std::net::Ipv4Addr::LOCALHOST, "{line}");
+        assert_eq!(line["method"], "POST", "{line}");
+        assert_eq!(line["@module"], "rollgate::serve::access", "{line}");
+    }
 }
 
 #[test]
