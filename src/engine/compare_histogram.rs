@@ -6,7 +6,7 @@ use crate::prometheus::QueryData;
 use crate::spec::CompareSpec;
 use crate::stats::{self, Buckets, HistogramOptions, Look};
 
-use super::compare::judge;
+use super::compare::{judge, run_test, INLINE_REQUESTS};
 use super::no_data::{self, NoData};
 use super::result::format_count;
 use super::{insufficient, Ctx, Engine, Outcome};
@@ -84,12 +84,16 @@ impl Engine {
             threshold: form.threshold,
             look,
         };
-        match stats::compare_histograms(canary, stable, &options) {
-            Err(stats::HistogramError::Threshold { threshold, bounds }) => out.error(format!(
+        let small = cn.max(sn) < INLINE_REQUESTS;
+        let (canary, stable) = (canary.clone(), stable.clone());
+        match run_test(small, move || stats::compare_histograms(&canary, &stable, &options)).await
+        {
+            Err(e) => out.error(e),
+            Ok(Err(stats::HistogramError::Threshold { threshold, bounds })) => out.error(format!(
                 "compare.threshold: {threshold} is not a bucket bound (le) of the histogram; bounds: {bounds}"
             )),
-            Err(e) => out.error(format!("compare: {e}")),
-            Ok(o) => judge(out, metric, o.verdict, &o, o.message()),
+            Ok(Err(e)) => out.error(format!("compare: {e}")),
+            Ok(Ok(o)) => judge(out, metric, o.verdict, &o, o.message()),
         }
     }
 }

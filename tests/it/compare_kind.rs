@@ -441,3 +441,58 @@ async fn the_shipped_histogram_template_fails_the_slow_canary_and_passes_the_equ
         }
     }
 }
+
+/// The ratio test's cost grows with the counts (its supremum over stable's rate is searched
+/// when the canary is beyond the tolerance): with a hundred billion requests a side it runs for
+/// a large part of a second, in the ratio form and in the histogram form's threshold test. It
+/// must not hold the async worker meanwhile: serve's other requests share that worker.
+#[tokio::test]
+async fn the_ratio_test_on_huge_counts_leaves_the_async_worker_free() {
+    // 2 % of requests bad (slower than 0.25 s) on the canary, 1 % on stable.
+    let buckets = |below: &str| {
+        format!(
+            r#"label_replace(vector({below}), "le", "0.25", "", "") or label_replace(vector(1e11), "le", "+Inf", "", "")"#
+        )
+    };
+    let forms = [
+        json!({
+            "canary": {"bad": "vector(2e9)", "total": "vector(1e11)"},
+            "stable": {"bad": "vector(1e9)", "total": "vector(1e11)"},
+            "maxIncrease": 0.2, "margin": 0.001, "confidence": 0.95, "minRequests": 500
+        }),
+        json!({
+            "histogram": {"canary": buckets("9.8e10"), "stable": buckets("9.9e10")},
+            "threshold": 0.25, "maxIncrease": 0.2, "confidence": 0.95, "minRequests": 500
+        }),
+    ];
+    for form in forms {
+        let (measured, longest_gap, took) = measure_beside_a_ticker(&metric(form, &[])).await;
+        assert_eq!(measured.phase, Phase::Failed, "{measured:?}");
+        assert!(
+            longest_gap < Duration::from_millis(100),
+            "the worker was held for {longest_gap:?} of the check's {took:?}: {}",
+            measured.message
+        );
+    }
+}
+
+/// Measures `m` on this test's single-threaded runtime beside a task ticking every 5 ms; returns
+/// the measurement, the longest time the ticking task could not run, and the check's time.
+async fn measure_beside_a_ticker(m: &Metric) -> (Measurement, Duration, Duration) {
+    let started = std::time::Instant::now();
+    let mut measuring = std::pin::pin!(measure(m));
+    let mut longest_gap = Duration::ZERO;
+    let mut last_tick = std::time::Instant::now();
+    let measured = loop {
+        tokio::select! {
+            measured = &mut measuring => break measured,
+            () = tokio::time::sleep(Duration::from_millis(5)) => {
+                longest_gap = longest_gap.max(last_tick.elapsed());
+                last_tick = std::time::Instant::now();
+            }
+        }
+    };
+    // A worker held by the check's last poll shows as the time since the last tick.
+    longest_gap = longest_gap.max(last_tick.elapsed());
+    (measured, longest_gap, started.elapsed())
+}
