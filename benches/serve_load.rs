@@ -232,13 +232,18 @@ const ACCESS_LOG_LEVELS: [(&str, &str); 2] = [
     ("access log on (JSON, stderr)", "warn"),
 ];
 
+/// A template directory with the error-rate template every check of this bench names.
+fn error_rate_templates() -> tempfile::TempDir {
+    template_dir(&[(
+        "error-rate.yaml",
+        error_rate_template("error-rate", "inconclusive"),
+    )])
+}
+
 /// The error-rate template and the replay of the healthy service's answers (the path returned),
 /// in one directory.
 fn replay_dir() -> (tempfile::TempDir, std::path::PathBuf) {
-    let dir = template_dir(&[(
-        "error-rate.yaml",
-        error_rate_template("error-rate", "inconclusive"),
-    )]);
+    let dir = error_rate_templates();
     let replay = replay_file(dir.path());
     (dir, replay)
 }
@@ -273,8 +278,7 @@ fn replay_server(bin: &str, log_level: &str) -> (ServeProcess, tempfile::TempDir
 /// length of one run, so one run of each would compare two different machines. Returns the
 /// median of the per-round on / off ratios.
 fn throughput(bin: &str) -> f64 {
-    let levels = ACCESS_LOG_LEVELS;
-    let servers: Vec<_> = levels
+    let servers: Vec<_> = ACCESS_LOG_LEVELS
         .iter()
         .map(|(_, level)| {
             let (server, templates) = replay_server(bin, level);
@@ -317,7 +321,7 @@ fn throughput(bin: &str) -> f64 {
         }
         (loads, ratios)
     });
-    for ((label, _), slices) in levels.iter().zip(loads) {
+    for ((label, _), slices) in ACCESS_LOG_LEVELS.iter().zip(loads) {
         let ok: usize = slices.iter().map(|l| l.ok).sum();
         let elapsed: f64 = slices.iter().map(|l| l.elapsed.as_secs_f64()).sum();
         let mut latencies: Vec<Duration> = slices.into_iter().flat_map(|l| l.latencies).collect();
@@ -578,11 +582,7 @@ fn template_queries(service: &'static str) -> [String; 2] {
 fn sized_prometheus() -> (support::prom::PromServer, tempfile::TempDir) {
     let base = support::scenarios::base_now();
     let prom = support::prom::PromServer::start(base, &sized_dataset(base));
-    let templates = template_dir(&[(
-        "error-rate.yaml",
-        error_rate_template("error-rate", "inconclusive"),
-    )]);
-    (prom, templates)
+    (prom, error_rate_templates())
 }
 
 /// Serve's arguments against the sized Prometheus: the templates of [`sized_prometheus`], the

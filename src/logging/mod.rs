@@ -269,6 +269,13 @@ impl JsonFields {
         }
     }
 
+    /// [`JsonFields::put`] for strings, without a serializer.
+    fn put_str(&mut self, field: &Field, value: &str) {
+        if self.start(field) {
+            push_json_str(&mut self.members, value);
+        }
+    }
+
     /// Writes `,"name":` unless the field is dropped (names starting with `@`).
     fn start(&mut self, field: &Field) -> bool {
         let name = field.name();
@@ -317,8 +324,8 @@ impl Visit for JsonFields {
         if field.name() == "message" {
             self.message.clear();
             escape_json_content(&mut self.message, value);
-        } else if self.start(field) {
-            push_json_str(&mut self.members, value);
+        } else {
+            self.put_str(field, value);
         }
     }
     fn record_i64(&mut self, field: &Field, value: i64) {
@@ -335,9 +342,7 @@ impl Visit for JsonFields {
         self.put(field, &value);
     }
     fn record_error(&mut self, field: &Field, value: &(dyn std::error::Error + 'static)) {
-        if self.start(field) {
-            push_json_str(&mut self.members, &value.to_string());
-        }
+        self.put_str(field, &value.to_string());
     }
 }
 
