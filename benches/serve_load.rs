@@ -7,17 +7,17 @@
 //!    for `RUN` each after a warm-up, in `SLICES` alternating slices (the machine's load drifts
 //!    more than the log costs); the log lines are read and dropped, as a log shipper would. Prints requests/s, p50, p99 (targets: >= 10,000
 //!    req/s, p99 <= 20 ms on 2 cores, driver included).
-//! 2. Overhead against a real Prometheus: one caller, `ROUNDS` interleaved rounds of (a) the
-//!    check through `rollgate serve` and (b) the template's two queries sent concurrently with
-//!    plain reqwest, for services of 2 to 2,000 series per query (`SIZES`, a Prometheus of
-//!    their own). Prints both medians, their difference and ratio (target <= 1.2), and the
-//!    HTTP hop alone, to serve's `/healthz` and to Prometheus's `/-/healthy`: the difference is
-//!    about one such hop whatever the query, so the ratio depends on what the queries cost.
-//!    Then `CPU_CHECKS` checks in a row give serve's CPU time per check (its process's user +
-//!    system time), which tells work from waiting. A floor proxy (`serve_load/floor.rs`: the
-//!    same check answered with nothing but the two queries) runs in the same rounds, so the
-//!    own-share formula can be read against what it gives a service with no logic of its own.
-//!    `SERVE_LOAD_SIZES=2,20` measures only those series counts.
+//! 2. Overhead against a real Prometheus: one caller, `ROUNDS` rounds, each timing the check
+//!    through every process (this build's `rollgate serve`, the baseline's when given, and a
+//!    floor proxy, `serve_load/floor.rs`: the same check answered with nothing but the two
+//!    queries), then the template's two queries sent concurrently with plain reqwest, then each
+//!    process's bare HTTP hop (`/healthz`), the processes' order turning every round. Own share
+//!    = check − queries alone − that process's hop, per round; printed as medians with a 95 %
+//!    interval, and as per-round differences between the processes (this build − baseline,
+//!    each − the floor), which cancel the machine's drift. Then `CPU_CHECKS` checks in a row
+//!    give each process's CPU time per check, which tells work from waiting. Services of 2 to
+//!    2,000 series per query (`SIZES`, a Prometheus of their own); `SERVE_LOAD_SIZES=2,20`
+//!    measures only those series counts.
 //!
 //! 3. `/metrics` exposition: scrapes per second on one connection after checks filled the
 //!    series, this build against the baseline (the hand-written exposition before issue 14).
@@ -33,6 +33,8 @@
 //! `cargo bench --bench serve_load [throughput|metrics|overhead|instructions|syscalls]` runs one part. With
 //! `SERVE_LOAD_BASELINE=/path/to/an/older/rollgate`, every part also runs that binary, in the
 //! same run, so before and after are measured on the same machine under the same load.
+//! `SERVE_LOAD_BIN=target/x86_64-unknown-linux-gnu/dist/rollgate` measures the shipped build
+//! (`cargo build --profile dist`) instead of the release build `cargo bench` makes.
 //!
 //! Targets (issue 14): rollgate's own share of a check, serve − the queries alone − the bare
 //! HTTP hop (median of the per-round differences), <= 0.05 ms; access log on >= 0.90 x off.
@@ -468,21 +470,64 @@ fn sized_dataset(base: i64) -> String {
     ds.finish()
 }
 
-/// Medians of one size: the check through serve, the two queries alone, and rollgate's own
-/// share (serve − alone − hop, per round).
+/// A process answering checks in the overhead rounds: a rollgate build or the floor proxy.
+struct Contender {
+    name: String,
+    check_url: String,
+    health_url: String,
+    pid: u32,
+}
+
+/// One contender at one size: its check (median), its own share (check − the queries alone −
+/// its own bare hop, per round) and its CPU time per check.
 struct Overhead {
     series: usize,
-    serve: Duration,
-    plain: Duration,
-    own_ms: f64,
-    /// The floor proxy's check (median), its own share as serve's is computed, and serve −
-    /// floor (median of per-round differences).
-    floor: Duration,
-    floor_own_ms: f64,
-    over_floor_ms: f64,
-    /// Serve's and the floor proxy's CPU time per check, in ms.
+    name: String,
+    /// Medians (ms) of the check and of the queries alone.
+    check: f64,
+    alone: f64,
+    own: Interval,
     cpu_ms: f64,
-    floor_cpu_ms: f64,
+}
+
+/// Two processes' paired difference at one size, per round.
+struct Versus {
+    series: usize,
+    pair: String,
+    check: Interval,
+    own: Interval,
+}
+
+/// A median of per-round figures (ms) and its distribution-free 95 % interval: the order
+/// statistics `n/2 ± 0.98 √n` (the binomial(n, ½) count of values below the median).
+#[derive(Clone, Copy)]
+struct Interval {
+    lo: f64,
+    median: f64,
+    hi: f64,
+}
+
+impl Interval {
+    fn of(mut values: Vec<f64>) -> Interval {
+        values.sort_by(f64::total_cmp);
+        let n = values.len();
+        let half_width = (0.98 * (n as f64).sqrt()).ceil() as usize;
+        Interval {
+            lo: values[(n / 2).saturating_sub(half_width)],
+            median: values[n / 2],
+            hi: values[(n / 2 + half_width).min(n - 1)],
+        }
+    }
+}
+
+impl std::fmt::Display for Interval {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{:+.3} ms [{:+.3}, {:+.3}]",
+            self.median, self.lo, self.hi
+        )
+    }
 }
 
 /// The floor proxy (`floor.rs`): this bench binary again, killed on drop.
@@ -598,28 +643,45 @@ fn sized_serve_args<'a>(templates: &'a std::path::Path, prometheus: &'a str) -> 
     ]
 }
 
-/// Runs the overhead comparison against `bin`; returns the largest medians of the own share
-/// and of serve − floor (ms).
-fn overhead(bin: &str) -> (f64, f64) {
+/// Runs the overhead comparison: every binary's serve, the floor proxy, the queries alone and
+/// each process's bare hop in the same rounds, so that builds are compared under the same load
+/// (run one after another, the same build's own share moved by 50 % between runs here). Prints
+/// each contender's own share and its difference from this build, per round; returns this
+/// build's largest median own share (ms).
+fn overhead(binaries: &[(&str, String)]) -> f64 {
     let (prom, dir) = sized_prometheus();
-    let server = start(bin, &sized_serve_args(dir.path(), &prom.url));
+    let servers: Vec<ServeProcess> = binaries
+        .iter()
+        .map(|(_, bin)| start(bin, &sized_serve_args(dir.path(), &prom.url)))
+        .collect();
+    let floor = FloorProcess::start(&prom.url, &floor_queries());
+    let mut contenders: Vec<Contender> = binaries
+        .iter()
+        .zip(&servers)
+        .map(|((name, _), server)| Contender {
+            name: name.to_string(),
+            check_url: format!("{}/flagger/v1/check", server.url),
+            health_url: format!("{}/healthz", server.url),
+            pid: server.pid(),
+        })
+        .collect();
+    contenders.push(Contender {
+        name: "floor proxy".into(),
+        check_url: format!("{}/flagger/v1/check", floor.url),
+        health_url: format!("{}/healthz", floor.url),
+        pid: floor.child.id(),
+    });
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
-    let check_url = format!("{}/flagger/v1/check", server.url);
     let query_url = format!("{}/api/v1/query", prom.url);
-    let health_url = format!("{}/healthz", server.url);
-    let prom_health_url = format!("{}/-/healthy", prom.url);
-    let floor = FloorProcess::start(&prom.url, &floor_queries());
-    let floor_url = format!("{}/flagger/v1/check", floor.url);
     let client = reqwest::Client::builder().no_proxy().build().unwrap();
     let mut rows = Vec::new();
-    let mut prom_hop_times = Vec::new();
-    let mut hop_times = Vec::new();
+    let mut versus = Vec::new();
     runtime.block_on(async {
-        // The HTTP round trip to rollgate alone, with no analysis behind it.
-        let get = |url: &str| {
+        // The HTTP round trip to a process alone, with no analysis behind it.
+        let hop = |url: &str| {
             let request = client.get(url);
             async move {
                 let resp = request.send().await.unwrap();
@@ -627,8 +689,6 @@ fn overhead(bin: &str) -> (f64, f64) {
                 resp.bytes().await.unwrap();
             }
         };
-        let hop = || get(&health_url);
-        let prom_hop = || get(&prom_health_url);
         for size in chosen_sizes() {
             let payload = flagger_payload(
                 "Progressing",
@@ -646,8 +706,6 @@ fn overhead(bin: &str) -> (f64, f64) {
                     assert_eq!(status, 200, "{}: {body}", size.service);
                 }
             };
-            let via_serve = || check(&check_url);
-            let via_floor = || check(&floor_url);
             // The template's two queries, sent together as rollgate sends them.
             let queries = template_queries(size.service);
             let plain_query = |q: &str| {
@@ -666,85 +724,88 @@ fn overhead(bin: &str) -> (f64, f64) {
                 futures::join!(plain_query(&queries[0]), plain_query(&queries[1]));
             };
             for _ in 0..20 {
-                via_serve().await;
-                via_floor().await;
+                for c in &contenders {
+                    check(&c.check_url).await;
+                    hop(&c.health_url).await;
+                }
                 plain().await;
-                hop().await;
             }
-            let (mut s, mut p) = (Vec::with_capacity(ROUNDS), Vec::with_capacity(ROUNDS));
-            let (mut own, mut f) = (Vec::with_capacity(ROUNDS), Vec::with_capacity(ROUNDS));
-            let mut over_floor = Vec::with_capacity(ROUNDS);
-            let mut floor_own = Vec::with_capacity(ROUNDS);
-            for _ in 0..ROUNDS {
-                let (serve, floor, alone, bare) = (
-                    timed(via_serve()).await,
-                    timed(via_floor()).await,
-                    timed(plain()).await,
-                    timed(hop()).await,
-                );
-                own.push(ms(serve) - ms(alone) - ms(bare));
-                over_floor.push(ms(serve) - ms(floor));
-                floor_own.push(ms(floor) - ms(alone) - ms(bare));
-                s.push(serve);
-                f.push(floor);
-                p.push(alone);
-                hop_times.push(bare);
-                prom_hop_times.push(timed(prom_hop()).await);
+            let mut checks = vec![Vec::with_capacity(ROUNDS); contenders.len()];
+            let mut own = vec![Vec::with_capacity(ROUNDS); contenders.len()];
+            let mut alone_times = Vec::with_capacity(ROUNDS);
+            // Each process's check and its hop come after other processes' work, so both find
+            // the caches as cold: a hop timed right after the same process's check reads
+            // 0.05-0.1 ms faster here, and the own share as that much larger. The order of the
+            // processes turns each round, so none is always first after the queries alone.
+            let n = contenders.len();
+            for round in 0..ROUNDS {
+                let turn = || (0..n).map(move |k| (round + k) % n);
+                let mut checked = vec![0.0; n];
+                for i in turn() {
+                    checked[i] = ms(timed(check(&contenders[i].check_url)).await);
+                }
+                let alone = ms(timed(plain()).await);
+                alone_times.push(alone);
+                for i in turn() {
+                    let bare = ms(timed(hop(&contenders[i].health_url)).await);
+                    checks[i].push(checked[i]);
+                    own[i].push(checked[i] - alone - bare);
+                }
             }
-            // Serve's own CPU per check (user + sys of its process), against the latency.
-            let cpu_before = process_cpu(server.pid());
-            for _ in 0..CPU_CHECKS {
-                via_serve().await;
+            for (i, c) in contenders.iter().enumerate() {
+                let cpu_before = process_cpu(c.pid);
+                for _ in 0..CPU_CHECKS {
+                    check(&c.check_url).await;
+                }
+                let cpu = (process_cpu(c.pid) - cpu_before) / CPU_CHECKS as f64;
+                rows.push(Overhead {
+                    series: size.series(),
+                    name: c.name.clone(),
+                    check: Interval::of(checks[i].clone()).median,
+                    alone: Interval::of(alone_times.clone()).median,
+                    own: Interval::of(own[i].clone()),
+                    cpu_ms: cpu * 1e3,
+                });
             }
-            let cpu_per_check = (process_cpu(server.pid()) - cpu_before) / CPU_CHECKS as f64;
-            let floor_cpu_before = process_cpu(floor.child.id());
-            for _ in 0..CPU_CHECKS {
-                via_floor().await;
+            // Per round, this build against each other process, and each build against the
+            // floor proxy: the check's difference, and the own shares' (the hops taken out).
+            let floor_at = contenders.len() - 1;
+            let pairs = (1..contenders.len()).map(|i| (0, i));
+            let to_floor = (1..floor_at).map(|i| (i, floor_at));
+            for (a, b) in pairs.chain(to_floor) {
+                let paired = |v: &[Vec<f64>]| {
+                    Interval::of(v[a].iter().zip(&v[b]).map(|(x, y)| x - y).collect())
+                };
+                versus.push(Versus {
+                    series: size.series(),
+                    pair: format!("{} - {}", contenders[a].name, contenders[b].name),
+                    check: paired(&checks),
+                    own: paired(&own),
+                });
             }
-            let floor_cpu = (process_cpu(floor.child.id()) - floor_cpu_before) / CPU_CHECKS as f64;
-            s.sort();
-            p.sort();
-            f.sort();
-            rows.push(Overhead {
-                series: size.series(),
-                serve: pct(&s, 0.5),
-                plain: pct(&p, 0.5),
-                own_ms: median(own),
-                floor: pct(&f, 0.5),
-                over_floor_ms: median(over_floor),
-                floor_own_ms: median(floor_own),
-                cpu_ms: cpu_per_check * 1e3,
-                floor_cpu_ms: floor_cpu * 1e3,
-            });
         }
     });
-    hop_times.sort();
-    let hop = pct(&hop_times, 0.5);
-    println!("  series per query | 2 queries alone | check via serve | serve - alone | ratio (target <= 1.2) | own share (serve - alone - hop, target <= 0.05 ms) | check via floor proxy | floor's own share | serve - floor | CPU per check: serve, floor");
+    println!("  series per query | process | check | queries alone | ratio (target <= 1.2) | own share (check - queries alone - its hop, target <= 0.05 ms; 95 % interval) | CPU per check");
     for r in &rows {
         println!(
-            "  {:>16} | {:>12.3} ms | {:>12.3} ms | {:>+10.3} ms | {:>21.3} | {:>+10.3} ms | {:>12.3} ms | {:>+10.3} ms | {:>+10.3} ms | {:.3}, {:.3} ms",
+            "  {:>16} | {:>11} | {:>7.3} ms | {:>7.3} ms | {:>5.3} | {} | {:.3} ms",
             r.series,
-            ms(r.plain),
-            ms(r.serve),
-            ms(r.serve) - ms(r.plain),
-            r.serve.as_secs_f64() / r.plain.as_secs_f64(),
-            r.own_ms,
-            ms(r.floor),
-            r.floor_own_ms,
-            r.over_floor_ms,
-            r.cpu_ms,
-            r.floor_cpu_ms
+            r.name,
+            r.check,
+            r.alone,
+            r.check / r.alone,
+            r.own,
+            r.cpu_ms
         );
     }
-    prom_hop_times.sort();
-    println!(
-        "  the HTTP hop alone: GET /healthz of serve median {:.3} ms; GET /-/healthy of Prometheus {:.3} ms",
-        ms(hop),
-        ms(pct(&prom_hop_times, 0.5))
-    );
-    let largest = |f: fn(&Overhead) -> f64| rows.iter().map(f).fold(f64::MIN, f64::max);
-    (largest(|r| r.own_ms), largest(|r| r.over_floor_ms))
+    println!("  series per query | processes | check, difference per round (95 % interval) | own share, difference per round");
+    for v in &versus {
+        println!("  {:>16} | {} | {} | {}", v.series, v.pair, v.check, v.own);
+    }
+    rows.iter()
+        .filter(|r| r.name == contenders[0].name)
+        .map(|r| r.own.median)
+        .fold(f64::MIN, f64::max)
 }
 
 /// Checks sent one after another to measure serve's CPU time per check.
@@ -786,7 +847,10 @@ fn main() {
         .filter(|a| !a.starts_with("--"))
         .collect();
     let wanted = |part: &str| only.is_empty() || only.iter().any(|a| a == part);
-    let mut binaries = vec![("this build", serve_common::BIN.to_string())];
+    // `cargo bench` builds the release profile; the shipped binary is `--profile dist` (LTO,
+    // one codegen unit), which SERVE_LOAD_BIN can name instead.
+    let this_build = std::env::var("SERVE_LOAD_BIN").unwrap_or_else(|_| serve_common::BIN.into());
+    let mut binaries = vec![("this build", this_build)];
     if let Ok(baseline) = std::env::var("SERVE_LOAD_BASELINE") {
         binaries.push(("baseline", baseline));
     }
@@ -828,16 +892,8 @@ fn main() {
         syscalls::run(&binaries);
     }
     if wanted("overhead") {
-        println!("serve_load: {ROUNDS} interleaved rounds against the real Prometheus");
-        let mut shares = Vec::new();
-        for (name, bin) in &binaries {
-            println!(" {name} ({bin}):");
-            shares.push((name, overhead(bin)));
-        }
-        for (name, (share, over_floor)) in shares {
-            println!(
-                "  {name}: largest median own share {share:+.3} ms (target <= 0.05 ms); serve - floor proxy {over_floor:+.3} ms"
-            );
-        }
+        println!("serve_load: {ROUNDS} rounds against the real Prometheus, every process in each");
+        let share = overhead(&binaries);
+        println!("  this build: largest median own share {share:+.3} ms (target <= 0.05 ms)");
     }
 }
