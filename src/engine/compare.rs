@@ -247,7 +247,7 @@ impl Engine {
 }
 
 /// Below this many requests on the larger side the ratio test runs on the async worker: it
-/// takes 35–150 µs at 10,000 a side (350 µs–1.8 ms at a million), the order of a hand-over to
+/// takes 9–68 µs at 10,000 a side (0.07–0.7 ms at a million), the order of a hand-over to
 /// another thread (about 30 µs of CPU each, below).
 pub(super) const INLINE_REQUESTS: u64 = 20_000;
 
