@@ -755,6 +755,7 @@ fn overhead(binaries: &[(&str, String)]) -> f64 {
                     own[i].push(checked[i] - alone - bare);
                 }
             }
+            let alone = median(alone_times);
             for (i, c) in contenders.iter().enumerate() {
                 let cpu_before = process_cpu(c.pid);
                 for _ in 0..CPU_CHECKS {
@@ -764,9 +765,9 @@ fn overhead(binaries: &[(&str, String)]) -> f64 {
                 rows.push(Overhead {
                     series: size.series(),
                     name: c.name.clone(),
-                    check: Interval::of(checks[i].clone()).median,
-                    alone: Interval::of(alone_times.clone()).median,
-                    hop: Interval::of(hops[i].clone()).median,
+                    check: median(checks[i].clone()),
+                    alone,
+                    hop: median(hops[i].clone()),
                     own: Interval::of(own[i].clone()),
                     cpu_ms: cpu * 1e3,
                 });
@@ -829,9 +830,8 @@ fn process_cpu(pid: u32) -> f64 {
 }
 
 /// The median of per-round differences (ms).
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
+fn median(values: Vec<f64>) -> f64 {
+    Interval::of(values).median
 }
 
 /// How long `work` takes.
