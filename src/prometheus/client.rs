@@ -23,6 +23,8 @@ const MAX_BACKOFF: Duration = Duration::from_secs(5);
 const MAX_CACHED_CLIENTS: usize = 16;
 /// Distinct addresses whose parsed endpoints are kept; past it, start over.
 const MAX_CACHED_ENDPOINTS: usize = 64;
+/// Distinct queries whose encoded forms are kept; past it, start over.
+const MAX_CACHED_FORMS: usize = 256;
 
 /// A live client for Prometheus-compatible APIs; cheap to clone (clones share connections).
 ///
@@ -32,6 +34,9 @@ const MAX_CACHED_ENDPOINTS: usize = 64;
 pub struct Client {
     http: Arc<Mutex<HashMap<TlsKey, reqwest::Client>>>,
     endpoints: Arc<Mutex<HashMap<String, Arc<Endpoint>>>>,
+    /// Forms of instant queries at the server's "now", by query: a hook or a plugin asks the
+    /// same queries at every interval, and encoding one costs several times its look-up.
+    forms: Arc<Mutex<HashMap<String, bytes::Bytes>>>,
 }
 
 impl std::fmt::Debug for Client {
@@ -52,7 +57,8 @@ struct Prepared {
     url: Url,
     /// The address as messages name it.
     origin: Origin,
-    form: String,
+    /// The body; shared, so a retry sends it again without a copy.
+    form: bytes::Bytes,
     headers: HeaderMap,
     basic: Option<(String, String)>,
     /// Secret strings to scrub from anything the server might echo back into a message.
@@ -111,7 +117,11 @@ impl Client {
     ) -> Result<(Prepared, reqwest::Client), PrometheusError> {
         let ready = |client: &Client, cfg: &PrometheusConfig, req: &QueryRequest| {
             let endpoint = client.endpoint(&cfg.address)?;
-            Ok((prepare_at(&endpoint, cfg, req)?, client.http_client(cfg)?))
+            let form = client.form(req);
+            Ok((
+                prepare_at(&endpoint, cfg, req, form)?,
+                client.http_client(cfg)?,
+            ))
         };
         let names_files =
             cfg.bearer_token_file.is_some() || cfg.basic_auth.is_some() || cfg.ca_file.is_some();
@@ -214,6 +224,24 @@ impl Client {
         Ok(endpoint)
     }
 
+    /// `req`'s form, from the cache when it asks for the server's "now" (a request with a
+    /// time of its own, a backtest's, is not asked again).
+    fn form(&self, req: &QueryRequest) -> bytes::Bytes {
+        let QueryRequest::Instant { query, time: None } = req else {
+            return req.form().into();
+        };
+        let mut cache = self.forms.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(form) = cache.get(query) {
+            return form.clone();
+        }
+        let form = bytes::Bytes::from(req.form());
+        if cache.len() >= MAX_CACHED_FORMS {
+            cache.clear();
+        }
+        cache.insert(query.clone(), form.clone());
+        form
+    }
+
     /// The pooled `reqwest::Client` for this configuration's TLS settings.
     fn http_client(&self, cfg: &PrometheusConfig) -> Result<reqwest::Client, PrometheusError> {
         let ca_pem = match &cfg.ca_file {
@@ -277,9 +305,11 @@ async fn attempt(
 ) -> Result<(u16, Vec<u8>), PrometheusError> {
     let mut builder = if method == Method::GET {
         let mut url = prepared.url.clone();
+        // The form is ASCII (every other byte is escaped), so nothing is lost here.
+        let form = String::from_utf8_lossy(&prepared.form);
         let query = match url.query() {
-            Some(q) if !q.is_empty() => format!("{q}&{}", prepared.form),
-            _ => prepared.form.clone(),
+            Some(q) if !q.is_empty() => format!("{q}&{form}"),
+            _ => form.into_owned(),
         };
         url.set_query(Some(&query));
         http.get(url).headers(prepared.headers.clone())
@@ -424,15 +454,16 @@ impl Endpoint {
 /// [`prepare_at`] with the address parsed for this one query.
 #[cfg(test)]
 fn prepare(cfg: &PrometheusConfig, req: &QueryRequest) -> Result<Prepared, PrometheusError> {
-    prepare_at(&Endpoint::parse(&cfg.address)?, cfg, req)
+    prepare_at(&Endpoint::parse(&cfg.address)?, cfg, req, req.form().into())
 }
 
-/// Reads the secret files and builds the URL, headers and form for one query to `endpoint`
-/// (`cfg.address`, parsed).
+/// Reads the secret files and builds the URL and headers for one query to `endpoint`
+/// (`cfg.address`, parsed), to send with `form` (`req`'s).
 fn prepare_at(
     endpoint: &Endpoint,
     cfg: &PrometheusConfig,
     req: &QueryRequest,
+    form: bytes::Bytes,
 ) -> Result<Prepared, PrometheusError> {
     let config = |msg: String| PrometheusError::Config(msg);
     let mut secrets = Vec::new();
@@ -490,7 +521,7 @@ fn prepare_at(
     Ok(Prepared {
         url: endpoint.url(req).clone(),
         origin: endpoint.origin.clone(),
-        form: req.form(),
+        form,
         headers,
         basic,
         secrets,
@@ -719,6 +750,28 @@ mod tests {
             waited < Duration::from_millis(500),
             "the runtime was blocked for {waited:?} by a file read"
         );
+    }
+
+    #[test]
+    fn forms_at_the_servers_now_are_encoded_once_and_the_cache_is_bounded() {
+        let client = Client::new();
+        let now = QueryRequest::instant(r#"sum(rate(x{a="b c"}[5m]))"#, None);
+        let first = client.form(&now);
+        assert_eq!(first, now.form());
+        // The same bytes again, not a new encoding.
+        assert_eq!(client.form(&now).as_ptr(), first.as_ptr());
+        let timed = QueryRequest::instant("up", Some(chrono::Utc::now()));
+        assert_eq!(client.form(&timed), timed.form());
+        assert_eq!(
+            client.forms.lock().unwrap().len(),
+            1,
+            "timed forms are not kept"
+        );
+        for i in 0..MAX_CACHED_FORMS + 5 {
+            let req = QueryRequest::instant(format!("up{i}"), None);
+            assert_eq!(client.form(&req), req.form());
+            assert!(client.forms.lock().unwrap().len() <= MAX_CACHED_FORMS);
+        }
     }
 
     #[test]
