@@ -30,13 +30,10 @@ pub(crate) fn read(data: &QueryData, needed: f64) -> GuardReading {
     }
 }
 
-/// "15 requests seen, 300 needed".
-pub(crate) fn seen_vs_needed(seen: f64, needed: f64) -> String {
-    format!(
-        "{} requests seen, {} needed",
-        format_count(seen),
-        format_count(needed)
-    )
+/// "15 requests seen, 300 needed", from the count seen as [`format_count`] wrote it (the
+/// caller keeps that text in the metadata too: a fractional count costs a float formatting).
+pub(crate) fn seen_vs_needed(seen: &str, needed: f64) -> String {
+    format!("{seen} requests seen, {} needed", format_count(needed))
 }
 
 #[cfg(test)]
@@ -67,6 +64,9 @@ mod tests {
             ),
             GuardReading::Enough(5.0)
         );
-        assert_eq!(seen_vs_needed(15.0, 300.0), "15 requests seen, 300 needed");
+        assert_eq!(
+            seen_vs_needed(&format_count(15.0), 300.0),
+            "15 requests seen, 300 needed"
+        );
     }
 }

@@ -42,9 +42,9 @@ impl Engine {
             out.note_warnings(&response);
             match guard::read(&response.data, g.count) {
                 GuardReading::Enough(seen) => {
-                    out.metadata
-                        .insert("minRequests.seen".into(), format_count(seen));
-                    guard_note = format!(" ({})", guard::seen_vs_needed(seen, g.count));
+                    let seen = format_count(seen);
+                    guard_note = format!(" ({})", guard::seen_vs_needed(&seen, g.count));
+                    out.metadata.insert("minRequests.seen".into(), seen);
                 }
                 GuardReading::NoData(why) => {
                     let (phase, message) =
@@ -59,9 +59,9 @@ impl Engine {
                     ));
                 }
                 GuardReading::Insufficient(seen) => {
-                    out.metadata
-                        .insert("minRequests.seen".into(), format_count(seen));
-                    let why = guard::seen_vs_needed(seen, g.count);
+                    let seen = format_count(seen);
+                    let why = guard::seen_vs_needed(&seen, g.count);
+                    out.metadata.insert("minRequests.seen".into(), seen);
                     return insufficient(out, g.on_insufficient, &why, cx);
                 }
             }

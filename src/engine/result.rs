@@ -92,19 +92,20 @@ pub(crate) fn format_count(v: f64) -> String {
     }
     // A whole number below 1e15 (checked above): exact as u64.
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-    let digits = format!("{}", v.abs() as u64);
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+    let whole = v.abs() as u64;
+    let mut buffer = itoa::Buffer::new();
+    let digits = buffer.format(whole).as_bytes();
+    let mut out = String::with_capacity(digits.len() * 4 / 3 + 1);
+    if v < 0.0 {
+        out.push('-');
+    }
+    for (i, digit) in digits.iter().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
-        out.push(c);
+        out.push(char::from(*digit));
     }
-    if v < 0.0 {
-        format!("-{out}")
-    } else {
-        out
-    }
+    out
 }
 
 /// A vector of unlabelled samples, for tests.
@@ -155,5 +156,7 @@ mod tests {
         assert_eq!(format_count(300.0), "300");
         assert_eq!(format_count(1000000.0), "1,000,000");
         assert_eq!(format_count(12.5), "12.5");
+        assert_eq!(format_count(-1234567.0), "-1,234,567");
+        assert_eq!(format_count(0.0), "0");
     }
 }

@@ -5,7 +5,7 @@
 //! hooks that worked a minute ago fail with "unknown template".
 
 use std::collections::{BTreeMap, HashMap};
-use std::fmt::{self, Write as _};
+use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -79,9 +79,12 @@ impl TemplateSet {
             }
         }
         let mut key = CacheKey::with_capacity(64);
+        let mut length = itoa::Buffer::new();
         for piece in std::iter::once(name).chain(kept.iter().flat_map(|(k, v)| [*k, *v])) {
-            // Writing to a String cannot fail.
-            let _ = write!(key, "{}:{piece}", piece.len());
+            // Length-prefixed, so no two argument lists make the same key.
+            key.push_str(length.format(piece.len()));
+            key.push(':');
+            key.push_str(piece);
         }
         let mut cache = match self.resolved.lock() {
             Ok(guard) => guard,
