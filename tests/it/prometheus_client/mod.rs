@@ -2,6 +2,7 @@
 //! deadlines, size caps, authentication, TLS, record/replay, and secrets kept out of errors.
 
 mod client;
+mod proxy;
 mod real_prometheus;
 mod record_replay;
 mod tls;
