@@ -144,6 +144,7 @@ fn seconds(d: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use chrono::TimeZone;
 
     impl QueryRequest {
         /// The form as text, to read in assertions.
@@ -151,7 +152,6 @@ mod tests {
             String::from_utf8(self.form()).unwrap()
         }
     }
-    use chrono::TimeZone;
 
     /// Reference decoder, written independently of the encoder, to check the round trip.
     fn decode(s: &str) -> Vec<(String, String)> {
