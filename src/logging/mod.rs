@@ -12,6 +12,8 @@ use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
 use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::EnvFilter;
 
+use crate::json_string;
+
 mod paced;
 
 /// The levels plugin mode accepts, most severe first.
@@ -95,7 +97,7 @@ pub(crate) fn init_serve_logging(level: &str, json: bool) -> std::io::Result<Log
 /// starts with `[ERROR]`), so this is how a failure reaches the controller's log.
 pub(crate) fn startup_error_line(message: &str) -> String {
     let mut escaped = Vec::with_capacity(message.len());
-    escape_json_content(&mut escaped, message);
+    json_string::push_content(&mut escaped, message);
     hclog_json("error", &escaped, "rollgate", &Utc::now(), b"")
 }
 
@@ -181,14 +183,14 @@ fn hclog_json(
 ) -> String {
     let mut line = Vec::with_capacity(160 + message.len() + members.len());
     line.extend_from_slice(b"{\"@level\":");
-    push_json_str(&mut line, level);
+    json_string::push_quoted(&mut line, level);
     // go-plugin's host type-asserts @message to a string: always send one.
     line.extend_from_slice(b",\"@message\":\"");
     line.extend_from_slice(message);
     line.extend_from_slice(b"\",\"@timestamp\":\"");
     line.extend_from_slice(now.to_rfc3339_opts(SecondsFormat::Micros, true).as_bytes());
     line.extend_from_slice(b"\",\"@module\":");
-    push_json_str(&mut line, module);
+    json_string::push_quoted(&mut line, module);
     line.extend_from_slice(members);
     line.push(b'}');
     // Only JSON-escaped strings and ASCII went in.
@@ -200,60 +202,6 @@ fn push_json<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
     // Writing to a Vec cannot fail, and these values always serialize.
     let _ = serde_json::to_writer(out, value);
 }
-
-/// Appends `s` as a JSON string: the same text as [`push_json`] would give, without setting up
-/// a serializer for every field name and value of every access-log line.
-fn push_json_str(out: &mut Vec<u8>, s: &str) {
-    out.push(b'"');
-    escape_json_content(out, s);
-    out.push(b'"');
-}
-
-/// Appends `s` escaped as the content of a JSON string (without the quotes).
-fn escape_json_content(out: &mut Vec<u8>, s: &str) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let bytes = s.as_bytes();
-    let mut plain = 0;
-    // One table look-up per byte: most of a line (paths, names, numbers) needs no escape.
-    while let Some(at) = bytes[plain..]
-        .iter()
-        .position(|&b| NEEDS_ESCAPE[usize::from(b)])
-    {
-        let i = plain + at;
-        out.extend_from_slice(&bytes[plain..i]);
-        plain = i + 1;
-        let b = bytes[i];
-        match b {
-            b'"' => out.extend_from_slice(br#"\""#),
-            b'\\' => out.extend_from_slice(br"\\"),
-            b'\n' => out.extend_from_slice(br"\n"),
-            b'\r' => out.extend_from_slice(br"\r"),
-            b'\t' => out.extend_from_slice(br"\t"),
-            _ => out.extend_from_slice(&[
-                b'\\',
-                b'u',
-                b'0',
-                b'0',
-                HEX[usize::from(b >> 4)],
-                HEX[usize::from(b & 0xf)],
-            ]),
-        }
-    }
-    out.extend_from_slice(&bytes[plain..]);
-}
-
-/// The bytes a JSON string may not hold as they are: control characters, `"` and `\`.
-const NEEDS_ESCAPE: [bool; 256] = {
-    let mut table = [false; 256];
-    let mut b = 0;
-    while b < 0x20 {
-        table[b] = true;
-        b += 1;
-    }
-    table[b'"' as usize] = true;
-    table[b'\\' as usize] = true;
-    table
-};
 
 struct JsonFields {
     /// The message, escaped as the content of a JSON string.
@@ -272,7 +220,7 @@ impl JsonFields {
     /// [`JsonFields::put`] for strings, without a serializer.
     fn put_str(&mut self, field: &Field, value: &str) {
         if self.start(field) {
-            push_json_str(&mut self.members, value);
+            json_string::push_quoted(&mut self.members, value);
         }
     }
 
@@ -283,7 +231,7 @@ impl JsonFields {
             return false;
         }
         self.members.push(b',');
-        push_json_str(&mut self.members, name);
+        json_string::push_quoted(&mut self.members, name);
         self.members.push(b':');
         true
     }
@@ -294,7 +242,7 @@ struct JsonStringContent<'a>(&'a mut Vec<u8>);
 
 impl fmt::Write for JsonStringContent<'_> {
     fn write_str(&mut self, s: &str) -> fmt::Result {
-        escape_json_content(self.0, s);
+        json_string::push_content(self.0, s);
         Ok(())
     }
 }
@@ -323,7 +271,7 @@ impl Visit for JsonFields {
     fn record_str(&mut self, field: &Field, value: &str) {
         if field.name() == "message" {
             self.message.clear();
-            escape_json_content(&mut self.message, value);
+            json_string::push_content(&mut self.message, value);
         } else {
             self.put_str(field, value);
         }
@@ -414,7 +362,7 @@ mod tests {
             proptest::prop_assert_eq!(&back, &text);
             // Names and string values take the direct way: the same JSON.
             let mut direct = Vec::new();
-            push_json_str(&mut direct, &text);
+            json_string::push_quoted(&mut direct, &text);
             proptest::prop_assert_eq!(direct, out);
         }
     }
