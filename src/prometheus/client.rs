@@ -1,7 +1,9 @@
 //! The live HTTP client: authentication, TLS, bounded retries, deadlines and the size cap.
 
+use std::borrow::Borrow;
 use std::collections::HashMap;
 use std::error::Error as _;
+use std::hash::Hash;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -212,16 +214,9 @@ impl Client {
 
     /// `address` parsed, from the cache when it was parsed before.
     fn endpoint(&self, address: &str) -> Result<Arc<Endpoint>, PrometheusError> {
-        let mut cache = self.endpoints.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(endpoint) = cache.get(address) {
-            return Ok(endpoint.clone());
-        }
-        let endpoint = Arc::new(Endpoint::parse(address)?);
-        if cache.len() >= MAX_CACHED_ENDPOINTS {
-            cache.clear();
-        }
-        cache.insert(address.to_string(), endpoint.clone());
-        Ok(endpoint)
+        cached(&self.endpoints, address, MAX_CACHED_ENDPOINTS, || {
+            Endpoint::parse(address).map(Arc::new)
+        })
     }
 
     /// `req`'s form, from the cache when it asks for the server's "now" (a request with a
@@ -230,15 +225,8 @@ impl Client {
         let QueryRequest::Instant { query, time: None } = req else {
             return req.form().into();
         };
-        let mut cache = self.forms.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(form) = cache.get(query) {
-            return form.clone();
-        }
-        let form = bytes::Bytes::from(req.form());
-        if cache.len() >= MAX_CACHED_FORMS {
-            cache.clear();
-        }
-        cache.insert(query.clone(), form.clone());
+        let encode = || Ok::<_, std::convert::Infallible>(bytes::Bytes::from(req.form()));
+        let Ok(form) = cached(&self.forms, query.as_str(), MAX_CACHED_FORMS, encode);
         form
     }
 
@@ -254,17 +242,35 @@ impl Client {
             insecure_skip_verify: cfg.insecure_skip_verify,
             ca_pem,
         };
-        let mut cache = self.http.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(client) = cache.get(&key) {
-            return Ok(client.clone());
-        }
-        let client = build_http_client(&key, cfg.ca_file.as_deref())?;
-        if cache.len() >= MAX_CACHED_CLIENTS {
-            cache.clear();
-        }
-        cache.insert(key, client.clone());
-        Ok(client)
+        cached(&self.http, &key, MAX_CACHED_CLIENTS, || {
+            build_http_client(&key, cfg.ca_file.as_deref())
+        })
     }
+}
+
+/// The value `cache` holds for `key`, else `make`'s, kept; past `max` entries the cache starts
+/// over (the caches beside a client: endpoints, forms, pooled clients).
+fn cached<Q, K, V, E>(
+    cache: &Mutex<HashMap<K, V>>,
+    key: &Q,
+    max: usize,
+    make: impl FnOnce() -> Result<V, E>,
+) -> Result<V, E>
+where
+    Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
+    K: Borrow<Q> + Hash + Eq,
+    V: Clone,
+{
+    let mut cache = cache.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(value) = cache.get(key) {
+        return Ok(value.clone());
+    }
+    let value = make()?;
+    if cache.len() >= max {
+        cache.clear();
+    }
+    cache.insert(key.to_owned(), value.clone());
+    Ok(value)
 }
 
 fn build_http_client(
