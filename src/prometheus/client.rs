@@ -2,20 +2,26 @@
 
 use std::borrow::Borrow;
 use std::collections::HashMap;
-use std::error::Error as _;
 use std::hash::Hash;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
-use reqwest::{Method, Url};
+use base64::Engine as _;
+use http::header::{
+    HeaderMap, HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE, USER_AGENT,
+};
+use http::{Method, Request, Uri};
+use http_body_util::BodyExt as _;
+use hyper::body::Body as _;
 use tokio::time::Instant;
+use url::Url;
 
 use super::config::{is_sensitive_header, redact_url, PrometheusConfig};
 use super::error::{retryable_status, Origin, PrometheusError};
 use super::request::{QueryRequest, INSTANT_PATH, RANGE_PATH};
 use super::response::{decode, QueryResponse};
+use super::transport::{Body, TlsSettings, Transport};
 
 /// First pause between attempts; doubled after each retry.
 const FIRST_BACKOFF: Duration = Duration::from_millis(100);
@@ -30,11 +36,11 @@ const MAX_CACHED_FORMS: usize = 256;
 
 /// A live client for Prometheus-compatible APIs; cheap to clone (clones share connections).
 ///
-/// One `reqwest::Client` (and so one connection pool) is kept per distinct TLS setting
+/// One transport (and so one connection pool) is kept per distinct TLS setting
 /// (CA file content, `insecure_skip_verify`); everything else is applied per request.
 #[derive(Clone, Default)]
 pub struct Client {
-    http: Arc<Mutex<HashMap<TlsKey, reqwest::Client>>>,
+    http: Arc<Mutex<HashMap<TlsKey, Transport>>>,
     endpoints: Arc<Mutex<HashMap<String, Arc<Endpoint>>>>,
     /// Forms of instant queries at the server's "now", by query: a hook or a plugin asks the
     /// same queries at every interval, and encoding one costs several times its look-up.
@@ -56,13 +62,12 @@ struct TlsKey {
 /// Everything needed to send one query, read from the configuration and secret files once per
 /// query (so a rotated token is picked up by the next query).
 struct Prepared {
-    url: Url,
+    url: Uri,
     /// The address as messages name it.
     origin: Origin,
     /// The body; shared, so a retry sends it again without a copy.
     form: bytes::Bytes,
     headers: HeaderMap,
-    basic: Option<(String, String)>,
     /// Secret strings to scrub from anything the server might echo back into a message.
     secrets: Vec<String>,
 }
@@ -116,7 +121,7 @@ impl Client {
         &self,
         cfg: &PrometheusConfig,
         req: &QueryRequest,
-    ) -> Result<(Prepared, reqwest::Client), PrometheusError> {
+    ) -> Result<(Prepared, Transport), PrometheusError> {
         let ready = |client: &Client, cfg: &PrometheusConfig, req: &QueryRequest| {
             let endpoint = client.endpoint(&cfg.address)?;
             let form = client.form(req);
@@ -143,7 +148,7 @@ impl Client {
     /// The retry loop; returns the last HTTP answer, whatever its status.
     async fn exchange(
         &self,
-        http: &reqwest::Client,
+        http: &Transport,
         cfg: &PrometheusConfig,
         req: &QueryRequest,
         prepared: &Prepared,
@@ -230,8 +235,8 @@ impl Client {
         form
     }
 
-    /// The pooled `reqwest::Client` for this configuration's TLS settings.
-    fn http_client(&self, cfg: &PrometheusConfig) -> Result<reqwest::Client, PrometheusError> {
+    /// The pooled transport for this configuration's TLS settings.
+    fn http_client(&self, cfg: &PrometheusConfig) -> Result<Transport, PrometheusError> {
         let ca_pem = match &cfg.ca_file {
             Some(path) => {
                 Some(std::fs::read(path).map_err(|e| PrometheusError::file("CA file", path, &e))?)
@@ -273,140 +278,119 @@ where
     Ok(value)
 }
 
-fn build_http_client(
-    key: &TlsKey,
-    ca_path: Option<&Path>,
-) -> Result<reqwest::Client, PrometheusError> {
-    let mut builder = reqwest::Client::builder()
-        .user_agent(concat!("rollgate/", env!("CARGO_PKG_VERSION")))
-        .danger_accept_invalid_certs(key.insecure_skip_verify)
-        .pool_idle_timeout(Duration::from_secs(90));
-    if !proxy_in_environment() {
-        // reqwest reads the proxy variables once, here, and then still asks its matcher
-        // about every request (NO_PROXY's host and IP checks: 3,100 instructions a check)
-        // when none is set. Saying so changes no request.
-        builder = builder.no_proxy();
-    }
+fn build_http_client(key: &TlsKey, ca_path: Option<&Path>) -> Result<Transport, PrometheusError> {
+    let mut extra_roots = Vec::new();
     if let (Some(pem), Some(path)) = (&key.ca_pem, ca_path) {
+        use rustls_pki_types::pem::PemObject as _;
         let bad = || {
             PrometheusError::Config(format!(
                 "CA file {} holds no valid PEM certificate",
                 path.display()
             ))
         };
-        let certs = reqwest::Certificate::from_pem_bundle(pem).map_err(|_| bad())?;
-        if certs.is_empty() {
+        for cert in rustls_pki_types::CertificateDer::pem_slice_iter(pem) {
+            extra_roots.push(cert.map_err(|_| bad())?);
+        }
+        if extra_roots.is_empty() {
             return Err(bad());
         }
-        for cert in certs {
-            builder = builder.add_root_certificate(cert);
-        }
     }
-    builder.build().map_err(|e| {
-        PrometheusError::Config(format!("cannot set up the HTTP client: {}", chain(&e)))
+    Transport::new(TlsSettings {
+        insecure_skip_verify: key.insecure_skip_verify,
+        extra_roots,
     })
-}
-
-/// Whether the environment names a proxy, as reqwest's system proxy reads it on Linux
-/// (reqwest 0.12.28 `async_impl/client.rs`, `auto_sys_proxy`; hyper-util 0.1.21
-/// `client/proxy/matcher.rs`, `Builder::from_system`, which is `from_env` outside macOS and
-/// Windows: `ALL_PROXY`, `HTTP_PROXY`, `HTTPS_PROXY`, either case; `NO_PROXY` only narrows
-/// those). Tested in tests/it/prometheus_client/proxy.rs.
-fn proxy_in_environment() -> bool {
-    [
-        "ALL_PROXY",
-        "all_proxy",
-        "HTTP_PROXY",
-        "http_proxy",
-        "HTTPS_PROXY",
-        "https_proxy",
-    ]
-    .iter()
-    .any(|name| std::env::var_os(name).is_some())
+    .map_err(|e| PrometheusError::Config(format!("cannot set up the HTTP client: {e}")))
 }
 
 /// One HTTP request and its body, read up to the size cap.
 async fn attempt(
-    http: &reqwest::Client,
+    http: &Transport,
     cfg: &PrometheusConfig,
     prepared: &Prepared,
     origin: &Origin,
     method: Method,
 ) -> Result<(u16, Vec<u8>), PrometheusError> {
-    let mut builder = if method == Method::GET {
-        let mut url = prepared.url.clone();
+    let config = |e: http::Error| PrometheusError::Config(format!("cannot build the request: {e}"));
+    let request = if method == Method::GET {
         // The form is ASCII (every other byte is escaped), so nothing is lost here.
         let form = String::from_utf8_lossy(&prepared.form);
-        let query = match url.query() {
-            Some(q) if !q.is_empty() => format!("{q}&{form}"),
-            _ => form.into_owned(),
+        let url = match prepared.url.query() {
+            Some(q) if !q.is_empty() => format!("{}&{form}", prepared.url),
+            _ => format!("{}?{form}", prepared.url),
         };
-        url.set_query(Some(&query));
-        http.get(url).headers(prepared.headers.clone())
+        let mut request = Request::get(url).body(Body::default()).map_err(config)?;
+        *request.headers_mut() = prepared.headers.clone();
+        request
     } else {
-        http.post(prepared.url.clone())
-            .headers(prepared.headers.clone())
-            .header(
-                CONTENT_TYPE,
-                HeaderValue::from_static("application/x-www-form-urlencoded"),
-            )
-            .body(prepared.form.clone())
+        let mut request = Request::post(prepared.url.clone())
+            .body(Body::new(prepared.form.clone()))
+            .map_err(config)?;
+        *request.headers_mut() = prepared.headers.clone();
+        request.headers_mut().insert(
+            CONTENT_TYPE,
+            HeaderValue::from_static("application/x-www-form-urlencoded"),
+        );
+        request
     };
-    if let Some((user, password)) = &prepared.basic {
-        builder = builder.basic_auth(user, Some(password));
-    }
-    let mut response = builder
-        .send()
+    let response = http
+        .send(request)
         .await
-        .map_err(|e| transport_error(origin, cfg, e))?;
+        .map_err(|e| connect_error(origin, &e))?;
     let status = response.status().as_u16();
+    if response.status().is_redirection() {
+        // Not followed: a POST turned into a GET on the way loses its query, and a login
+        // page would answer 200 with HTML; the address to use instead is the fix.
+        let location = response
+            .headers()
+            .get(http::header::LOCATION)
+            .and_then(|l| l.to_str().ok())
+            .map_or_else(|| "nowhere".to_string(), redact_url);
+        return Err(PrometheusError::Http {
+            origin: origin.clone(),
+            status,
+            excerpt: format!(
+                "a redirect to {location} (rollgate does not follow redirects: use that address)"
+            ),
+        });
+    }
     let limit = cfg.max_response_bytes;
     let too_large = || PrometheusError::TooLarge {
         origin: origin.clone(),
         limit,
     };
-    let declared = response.content_length();
+    let mut body = response.into_body();
+    let declared = body.size_hint().exact();
     if declared.is_some_and(|len| len > limit) {
         return Err(too_large());
     }
     // Trust Content-Length for the initial allocation only up to a modest size.
     let initial = declared.unwrap_or(0).min(limit).min(16 << 20);
-    let mut body = Vec::with_capacity(usize::try_from(initial).unwrap_or(0));
-    while let Some(chunk) = response
-        .chunk()
-        .await
-        .map_err(|e| transport_error(origin, cfg, e))?
-    {
-        if (body.len() + chunk.len()) as u64 > limit {
-            return Err(too_large());
+    let mut read = Vec::with_capacity(usize::try_from(initial).unwrap_or(0));
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| PrometheusError::Connect {
+            origin: origin.clone(),
+            detail: format!("the response broke off: {}", chain(&e)),
+        })?;
+        if let Ok(chunk) = frame.into_data() {
+            if (read.len() + chunk.len()) as u64 > limit {
+                return Err(too_large());
+            }
+            read.extend_from_slice(&chunk);
         }
-        body.extend_from_slice(&chunk);
     }
-    Ok((status, body))
+    Ok((status, read))
 }
 
-fn transport_error(origin: &Origin, cfg: &PrometheusConfig, e: reqwest::Error) -> PrometheusError {
-    let e = e.without_url();
-    if e.is_timeout() {
-        return PrometheusError::Timeout {
-            origin: origin.clone(),
-            timeout: cfg.timeout,
-        };
-    }
-    let detail = if e.is_body() || e.is_decode() {
-        format!("the response broke off: {}", chain(&e))
-    } else {
-        chain(&e)
-    };
+fn connect_error(origin: &Origin, e: &hyper_util::client::legacy::Error) -> PrometheusError {
     PrometheusError::Connect {
         origin: origin.clone(),
-        detail,
+        detail: chain(e),
     }
 }
 
-/// An error's causes on one line, without reqwest's and hyper's generic wrappers
-/// ("error sending request", "client error (Connect)") when there is something more specific.
-fn chain(e: &reqwest::Error) -> String {
+/// An error's causes on one line, without hyper's generic wrappers ("client error (Connect)")
+/// when there is something more specific.
+fn chain(e: &(dyn std::error::Error + 'static)) -> String {
     let mut parts: Vec<String> = Vec::new();
     let mut source = e.source();
     while let Some(s) = source {
@@ -427,8 +411,8 @@ fn chain(e: &reqwest::Error) -> String {
 /// more than the rest of a query's preparation): the API endpoints without userinfo, the
 /// userinfo (basic auth), and the origin that messages name.
 struct Endpoint {
-    query_url: Url,
-    query_range_url: Url,
+    query_url: Uri,
+    query_range_url: Uri,
     user: String,
     password: Option<String>,
     origin: Origin,
@@ -454,25 +438,30 @@ impl Endpoint {
         }
         let user = percent_decode(url.username());
         let password = url.password().map(percent_decode);
-        // Cleared here so that reqwest does not turn them into a second Authorization header.
+        // Cleared here: they become an Authorization header, never part of a request line.
         let _ = url.set_username("");
         let _ = url.set_password(None);
         let prefix = url.path().trim_end_matches('/').to_string();
         let at = |api_path: &str| {
             let mut endpoint = url.clone();
             endpoint.set_path(&format!("{prefix}{api_path}"));
-            endpoint
+            Uri::try_from(endpoint.as_str()).map_err(|e| {
+                config(format!(
+                    "address `{}` is not a valid URL: {e}",
+                    redact_url(address)
+                ))
+            })
         };
         Ok(Endpoint {
-            query_url: at(INSTANT_PATH),
-            query_range_url: at(RANGE_PATH),
+            query_url: at(INSTANT_PATH)?,
+            query_range_url: at(RANGE_PATH)?,
             user,
             password,
             origin: Origin::address(address),
         })
     }
 
-    fn url(&self, req: &QueryRequest) -> &Url {
+    fn url(&self, req: &QueryRequest) -> &Uri {
         if req.api_path() == RANGE_PATH {
             &self.query_range_url
         } else {
@@ -502,6 +491,10 @@ fn prepare_at(
     }
     let mut headers = HeaderMap::new();
     headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
+    headers.insert(
+        USER_AGENT,
+        HeaderValue::from_static(concat!("rollgate/", env!("CARGO_PKG_VERSION"))),
+    );
     let mut has_authorization = false;
     for (name, value) in &cfg.headers {
         let header_name = HeaderName::from_bytes(name.as_bytes())
@@ -543,17 +536,24 @@ fn prepare_at(
             endpoint.password.clone().unwrap_or_default(),
         ));
     }
-    if basic.is_some() && has_authorization {
-        return Err(config(
-            "an Authorization header and basic auth cannot both be set".into(),
-        ));
+    if let Some((user, password)) = basic {
+        if has_authorization {
+            return Err(config(
+                "an Authorization header and basic auth cannot both be set".into(),
+            ));
+        }
+        let encoded =
+            base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+        let mut value = HeaderValue::try_from(format!("Basic {encoded}"))
+            .map_err(|_| config("basic auth does not fit in a header".into()))?;
+        value.set_sensitive(true);
+        headers.insert(AUTHORIZATION, value);
     }
     Ok(Prepared {
         url: endpoint.url(req).clone(),
         origin: endpoint.origin.clone(),
         form,
         headers,
-        basic,
         secrets,
     })
 }
@@ -667,7 +667,7 @@ mod tests {
             ("https://h/prom/", "https://h/prom/api/v1/query"),
         ] {
             assert_eq!(
-                prepare(&cfg(address), &instant()).unwrap().url.as_str(),
+                prepare(&cfg(address), &instant()).unwrap().url.to_string(),
                 want
             );
         }
@@ -676,8 +676,9 @@ mod tests {
     #[test]
     fn userinfo_becomes_basic_auth_and_leaves_the_url() {
         let p = prepare(&cfg("http://al%40ice:p%3Ass@h:1/x"), &instant()).unwrap();
-        assert_eq!(p.url.as_str(), "http://h:1/x/api/v1/query");
-        assert_eq!(p.basic, Some(("al@ice".to_string(), "p:ss".to_string())));
+        assert_eq!(p.url.to_string(), "http://h:1/x/api/v1/query");
+        // base64("al@ice:p:ss")
+        assert_eq!(p.headers[AUTHORIZATION], "Basic YWxAaWNlOnA6c3M=");
         assert!(p.secrets.contains(&"p:ss".to_string()));
     }
 

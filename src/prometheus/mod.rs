@@ -13,6 +13,7 @@ mod range_cache;
 mod replay;
 mod request;
 mod response;
+mod transport;
 
 pub use client::Client;
 pub(crate) use config::redact_url;

@@ -288,7 +288,7 @@ fn read_prometheus(mut p: ObjectReader<'_>) -> Result<PrometheusConfig, SpecErro
 /// Checks that an address is an http(s) URL; returns it without a trailing slash.
 pub(crate) fn check_address(path: &str, address: &str) -> Result<String, SpecError> {
     let trimmed = address.trim().trim_end_matches('/');
-    match reqwest::Url::parse(trimmed) {
+    match url::Url::parse(trimmed) {
         Ok(url) if matches!(url.scheme(), "http" | "https") && url.host().is_some() => {
             Ok(trimmed.to_string())
         }

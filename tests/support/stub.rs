@@ -148,6 +148,8 @@ pub enum Reply {
     Truncated { declared: usize, body: Vec<u8> },
     /// Send a head without Content-Length, then `body`, then close (close-delimited).
     CloseDelimited { status: u16, body: Vec<u8> },
+    /// A redirect (status 3xx) to `location`, with a small HTML body.
+    Redirect { status: u16, location: String },
     /// Chunked encoding, `chunks` pieces of `size` bytes each.
     Chunked {
         status: u16,
@@ -471,6 +473,14 @@ fn write_scripted<S: Conn>(s: &mut S, reply: Reply, st: &State) {
             hold(s, st);
             return;
         }
+        Reply::Redirect { status, location } => write_close(
+            s,
+            &format!(
+                "HTTP/1.1 {status} {}\r\nLocation: {location}\r\nContent-Type: text/html\r\nContent-Length: 9\r\nConnection: close\r\n\r\n",
+                reason(status)
+            ),
+            b"<a>go</a>",
+        ),
         Reply::Truncated { declared, body } => write_close(
             s,
             &format!(

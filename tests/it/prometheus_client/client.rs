@@ -241,6 +241,33 @@ async fn http_500_is_not_retried() {
 }
 
 #[tokio::test]
+async fn redirects_are_reported_not_followed() {
+    // Argo's Go client would follow; a POST turned into a GET loses its query on the way, and
+    // a login page answers 200 with HTML, so rollgate names the redirect and its target.
+    let elsewhere = Stub::script(|_, _| json(200, &vector_body("1")));
+    for status in [301, 302, 307, 308] {
+        let target = format!("{}/api/v1/query", elsewhere.url);
+        let stub = Stub::script(move |_, _| Reply::Redirect {
+            status,
+            location: target.clone(),
+        });
+        let e = Client::new()
+            .query(&cfg(stub.url.clone()), &up(), None)
+            .await
+            .unwrap_err();
+        match &e {
+            PrometheusError::Http {
+                status: s, excerpt, ..
+            } if *s == status => assert!(excerpt.contains(&elsewhere.url), "{excerpt}"),
+            other => panic!("{status}: {other:?}"),
+        }
+        assert!(e.to_string().contains("does not follow redirects"), "{e}");
+        assert_eq!(stub.requests(), 1, "{status}: not retried");
+    }
+    assert_eq!(elsewhere.requests(), 0);
+}
+
+#[tokio::test]
 async fn retry_after_503_succeeds() {
     let stub = Stub::script(|_, i| {
         if i == 0 {

@@ -8,13 +8,13 @@ use rollgate::prometheus::{Client, PrometheusConfig, PrometheusError, QueryData,
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use tokio_rustls::rustls::{self, ServerConfig};
 
-struct Pki {
-    ca_pem: String,
-    config: Arc<ServerConfig>,
+pub(super) struct Pki {
+    pub(super) ca_pem: String,
+    pub(super) config: Arc<ServerConfig>,
 }
 
 /// A test CA and a server certificate for 127.0.0.1 signed by it.
-fn pki() -> Pki {
+pub(super) fn pki() -> Pki {
     let ca_key = KeyPair::generate().unwrap();
     let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
     ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
