@@ -100,16 +100,17 @@ impl Client {
     ) -> Result<QueryResponse, PrometheusError> {
         let (prepared, http) = self.prepare_off_runtime(cfg, req).await?;
         let origin = &prepared.origin;
-        let result = match self
-            .exchange(&http, cfg, req, &prepared, origin, deadline)
-            .await
-        {
-            Ok((status, body)) => {
-                observe(status, &body);
-                decode(origin, status, &body)
-            }
-            Err(e) => Err(e),
-        };
+        // Boxed: the exchange (retries, transport, body) is most of a query's future, and
+        // the engine moves the futures holding it several times a check; kept inline, those
+        // moves cost more than this one allocation (`serve_load instructions`).
+        let result =
+            match Box::pin(self.exchange(&http, cfg, req, &prepared, origin, deadline)).await {
+                Ok((status, body)) => {
+                    observe(status, &body);
+                    decode(origin, status, &body)
+                }
+                Err(e) => Err(e),
+            };
         result.map_err(|e| scrub(e, &prepared.secrets))
     }
 
