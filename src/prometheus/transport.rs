@@ -172,6 +172,16 @@ impl Service<Uri> for Connector {
         let Some(proxy) = proxy else {
             return Box::pin(async move { Ok(Stream::new(direct.oneshot(dst).await?, false)) });
         };
+        if !matches!(proxy.uri().scheme_str(), Some("http" | "https")) {
+            // SOCKS and the like: refused by name rather than spoken to in HTTP.
+            let scheme = proxy.uri().scheme_str().unwrap_or_default().to_string();
+            return Box::pin(async move {
+                Err(format!(
+                    "proxy scheme `{scheme}` is not supported: name an http:// or https:// proxy"
+                )
+                .into())
+            });
+        }
         if dst.scheme_str() == Some("https") {
             // Through an HTTP CONNECT tunnel, then TLS with the destination.
             let mut tunnel = Tunnel::new(proxy.uri().clone(), direct);

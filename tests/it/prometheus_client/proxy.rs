@@ -122,6 +122,26 @@ fn proxy_credentials_go_to_the_proxy_only() {
     assert!(!String::from_utf8_lossy(&out.stderr).contains("s3cret"));
 }
 
+#[test]
+fn a_socks_proxy_is_refused_by_name() {
+    let prometheus = Stub::script(|_, _| stub::json(200, &stub::vector_body("0.001")));
+    let dir = tempfile::tempdir().unwrap();
+    let file = template(dir.path(), &prometheus.url);
+    let out = dry_run(&file, &[("ALL_PROXY", "socks5://u:secret@127.0.0.1:1")]);
+    assert!(!answered_successful(&out), "{out:?}");
+    let shown = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        shown.contains("proxy scheme `socks5` is not supported"),
+        "{shown}"
+    );
+    assert!(!shown.contains("secret"), "{shown}");
+    assert_eq!(prometheus.requests(), 0, "nothing went around the proxy");
+}
+
 /// A tunnel's target and the `Proxy-Authorization` it was asked with.
 type Tunnelled = (String, Option<String>);
 
