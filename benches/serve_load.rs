@@ -14,7 +14,10 @@
 //!    process's bare HTTP hop (`/healthz`), the processes' order turning every round. Own share
 //!    = check − queries alone − that process's hop, per round; printed as medians with a 95 %
 //!    interval, and as per-round differences between the processes (this build − baseline,
-//!    each − the floor), which cancel the machine's drift. Then `CPU_CHECKS` checks in a row
+//!    each − the floor), which cancel the machine's drift. The queries alone are timed twice
+//!    per round: with plain reqwest (issue 14's reference, used in every own share) and with
+//!    hyper-util's client (rollgate's since it left reqwest), so how much of an own share the
+//!    cheaper client makes up shows. Then `CPU_CHECKS` checks in a row
 //!    give each process's CPU time per check, which tells work from waiting. Services of 2 to
 //!    2,000 series per query (`SIZES`, a Prometheus of their own); `SERVE_LOAD_SIZES=2,20`
 //!    measures only those series counts.
@@ -678,8 +681,19 @@ fn overhead(binaries: &[(&str, String)]) -> f64 {
         .unwrap();
     let query_url = format!("{}/api/v1/query", prom.url);
     let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    // The issue's reference for "the queries alone" is plain reqwest; rollgate's client is
+    // hyper-util's (reqwest's core without its layers), 0.01-0.06 ms cheaper for two queries
+    // here, and that difference lowers every own share. Both are timed, so it shows.
+    let lean_query_url: hyper::Uri = query_url.parse().unwrap();
+    let lean = {
+        let mut connector = hyper_util::client::legacy::connect::HttpConnector::new();
+        connector.set_nodelay(true);
+        hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+            .build::<_, http_body_util::Full<bytes::Bytes>>(connector)
+    };
     let mut rows = Vec::new();
     let mut versus = Vec::new();
+    let mut references = Vec::new();
     runtime.block_on(async {
         // The HTTP round trip to a process alone, with no analysis behind it.
         let hop = |url: &str| {
@@ -724,17 +738,35 @@ fn overhead(binaries: &[(&str, String)]) -> f64 {
             let plain = || async {
                 futures::join!(plain_query(&queries[0]), plain_query(&queries[1]));
             };
+            let lean_query = |q: &str| {
+                let request = hyper::Request::post(lean_query_url.clone())
+                    .header("content-type", "application/x-www-form-urlencoded")
+                    .body(format!("query={}", support::prom::urlencode(q)).into())
+                    .unwrap();
+                let sent = lean.request(request);
+                async move {
+                    use http_body_util::BodyExt as _;
+                    let body = sent.await.unwrap().into_body().collect().await.unwrap();
+                    let v: Value = serde_json::from_slice(&body.to_bytes()).unwrap();
+                    assert_eq!(v["status"], "success");
+                }
+            };
+            let lean_plain = || async {
+                futures::join!(lean_query(&queries[0]), lean_query(&queries[1]));
+            };
             for _ in 0..20 {
                 for c in &contenders {
                     check(&c.check_url).await;
                     hop(&c.health_url).await;
                 }
                 plain().await;
+                lean_plain().await;
             }
             let mut checks = vec![Vec::with_capacity(ROUNDS); contenders.len()];
             let mut own = vec![Vec::with_capacity(ROUNDS); contenders.len()];
             let mut hops = vec![Vec::with_capacity(ROUNDS); contenders.len()];
             let mut alone_times = Vec::with_capacity(ROUNDS);
+            let mut lean_times = Vec::with_capacity(ROUNDS);
             // Each process's check and its hop come after other processes' work, so both find
             // the caches as cold: a hop timed right after the same process's check reads
             // 0.05-0.1 ms faster here, and the own share as that much larger. The order of the
@@ -748,6 +780,7 @@ fn overhead(binaries: &[(&str, String)]) -> f64 {
                 }
                 let alone = ms(timed(plain()).await);
                 alone_times.push(alone);
+                lean_times.push(ms(timed(lean_plain()).await));
                 for i in turn() {
                     let bare = ms(timed(hop(&contenders[i].health_url)).await);
                     checks[i].push(checked[i]);
@@ -755,6 +788,18 @@ fn overhead(binaries: &[(&str, String)]) -> f64 {
                     own[i].push(checked[i] - alone - bare);
                 }
             }
+            references.push((
+                size.series(),
+                Interval::of(alone_times.clone()),
+                Interval::of(lean_times.clone()),
+                Interval::of(
+                    alone_times
+                        .iter()
+                        .zip(&lean_times)
+                        .map(|(r, h)| r - h)
+                        .collect(),
+                ),
+            ));
             let alone = median(alone_times);
             for (i, c) in contenders.iter().enumerate() {
                 let cpu_before = process_cpu(c.pid);
@@ -807,6 +852,10 @@ fn overhead(binaries: &[(&str, String)]) -> f64 {
     println!("  series per query | processes | check, difference per round (95 % interval) | own share, difference per round");
     for v in &versus {
         println!("  {:>16} | {} | {} | {}", v.series, v.pair, v.check, v.own);
+    }
+    println!("  series per query | queries alone: plain reqwest (the reference) | with hyper-util's client (rollgate's) | reqwest - hyper-util, per round");
+    for (series, reference, lean, difference) in &references {
+        println!("  {series:>16} | {reference} | {lean} | {difference}");
     }
     rows.iter()
         .filter(|r| r.name == contenders[0].name)
