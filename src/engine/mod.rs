@@ -209,10 +209,13 @@ impl Engine {
                         opts,
                         started_at,
                     };
+                    // Compare and fleet measurements are boxed: their futures are twice a
+                    // query's, and inline they would size every measurement's future (which
+                    // the surfaces move, a memcpy each time) by the largest kind.
                     let mut out = match &spec.kind {
                         MetricKind::Query(q) => self.measure_query(&cx, q).await,
-                        MetricKind::Compare(c) => self.measure_compare(&cx, c).await,
-                        MetricKind::Fleet(f) => self.measure_fleet(&cx, f).await,
+                        MetricKind::Compare(c) => Box::pin(self.measure_compare(&cx, c)).await,
+                        MetricKind::Fleet(f) => Box::pin(self.measure_fleet(&cx, f)).await,
                     };
                     if !opts.skip_metadata {
                         out.metadata.insert("kind".into(), spec.kind.name().into());
