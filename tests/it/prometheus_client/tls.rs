@@ -109,3 +109,58 @@ async fn a_different_ca_is_not_trusted() {
     assert!(matches!(e, PrometheusError::Connect { .. }), "{e:?}");
     assert_eq!(stub.requests(), 0);
 }
+
+/// An HTTPS server that speaks HTTP/2 only (ALPN `h2`), as Prometheus behind many ingresses
+/// does: the client must offer h2 and speak it. Answers every query with one sample of 7 and
+/// records each request's HTTP version.
+async fn h2_only_server(
+    pki: &Pki,
+) -> (
+    std::net::SocketAddr,
+    Arc<std::sync::Mutex<Vec<http::Version>>>,
+) {
+    let mut config = (*pki.config).clone();
+    config.alpn_protocols = vec![b"h2".to_vec()];
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let versions = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = versions.clone();
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let Ok(tls) = acceptor.accept(tcp).await else {
+                continue;
+            };
+            let seen = seen.clone();
+            let service =
+                hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                    seen.lock().unwrap().push(req.version());
+                    let body = http_body_util::Full::new(bytes::Bytes::from(vector_body("7")));
+                    async move { Ok::<_, std::convert::Infallible>(hyper::Response::new(body)) }
+                });
+            tokio::spawn(
+                hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
+                    .serve_connection(hyper_util::rt::TokioIo::new(tls), service),
+            );
+        }
+    });
+    (addr, versions)
+}
+
+#[tokio::test]
+async fn http2_is_spoken_with_a_server_that_offers_only_it() {
+    let pki = pki();
+    let (addr, versions) = h2_only_server(&pki).await;
+    let dir = tempfile::tempdir().unwrap();
+    let ca_path = dir.path().join("ca.pem");
+    std::fs::write(&ca_path, &pki.ca_pem).unwrap();
+    let mut c = PrometheusConfig::new(format!("https://{addr}"));
+    c.ca_file = Some(ca_path);
+    c.retries = 0;
+    let client = Client::new();
+    for _ in 0..2 {
+        let r = client.query(&c, &up(), None).await.unwrap();
+        assert!(matches!(&r.data, QueryData::Vector(v) if v[0].sample.value == 7.0));
+    }
+    assert_eq!(*versions.lock().unwrap(), vec![http::Version::HTTP_2; 2]);
+}
