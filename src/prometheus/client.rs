@@ -492,10 +492,6 @@ fn prepare_at(
     }
     let mut headers = HeaderMap::new();
     headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
-    headers.insert(
-        USER_AGENT,
-        HeaderValue::from_static(concat!("rollgate/", env!("CARGO_PKG_VERSION"))),
-    );
     let mut has_authorization = false;
     for (name, value) in &cfg.headers {
         let header_name = HeaderName::from_bytes(name.as_bytes())
@@ -509,6 +505,13 @@ fn prepare_at(
         has_authorization |= header_name == AUTHORIZATION;
         headers.append(header_name, header_value);
     }
+    // rollgate's own name unless the configuration sets one (as reqwest's default did).
+    headers
+        .entry(USER_AGENT)
+        .or_insert(HeaderValue::from_static(concat!(
+            "rollgate/",
+            env!("CARGO_PKG_VERSION")
+        )));
     if cfg.bearer_token_file.is_some() && cfg.basic_auth.is_some() {
         return Err(config(
             "bearer_token_file and basic_auth cannot both be set".into(),
@@ -681,6 +684,18 @@ mod tests {
         // base64("al@ice:p:ss")
         assert_eq!(p.headers[AUTHORIZATION], "Basic YWxAaWNlOnA6c3M=");
         assert!(p.secrets.contains(&"p:ss".to_string()));
+    }
+
+    #[test]
+    fn a_configured_user_agent_replaces_rollgates() {
+        let p = prepare(&cfg("http://h"), &instant()).unwrap();
+        let agents: Vec<_> = p.headers.get_all(USER_AGENT).iter().collect();
+        assert_eq!(agents, [concat!("rollgate/", env!("CARGO_PKG_VERSION"))]);
+        let mut c = cfg("http://h");
+        c.headers = vec![("User-Agent".into(), "team-canary/2".into())];
+        let p = prepare(&c, &instant()).unwrap();
+        let agents: Vec<_> = p.headers.get_all(USER_AGENT).iter().collect();
+        assert_eq!(agents, ["team-canary/2"]);
     }
 
     #[test]
