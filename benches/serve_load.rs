@@ -685,12 +685,7 @@ fn overhead(binaries: &[(&str, String)]) -> f64 {
     // hyper-util's (reqwest's core without its layers), 0.01-0.06 ms cheaper for two queries
     // here, and that difference lowers every own share. Both are timed, so it shows.
     let lean_query_url: hyper::Uri = query_url.parse().unwrap();
-    let lean = {
-        let mut connector = hyper_util::client::legacy::connect::HttpConnector::new();
-        connector.set_nodelay(true);
-        hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-            .build::<_, http_body_util::Full<bytes::Bytes>>(connector)
-    };
+    let lean = floor::http_client();
     let mut rows = Vec::new();
     let mut versus = Vec::new();
     let mut references = Vec::new();
@@ -738,21 +733,15 @@ fn overhead(binaries: &[(&str, String)]) -> f64 {
             let plain = || async {
                 futures::join!(plain_query(&queries[0]), plain_query(&queries[1]));
             };
-            let lean_query = |q: &str| {
-                let request = hyper::Request::post(lean_query_url.clone())
-                    .header("content-type", "application/x-www-form-urlencoded")
-                    .body(format!("query={}", support::prom::urlencode(q)).into())
-                    .unwrap();
-                let sent = lean.request(request);
-                async move {
-                    use http_body_util::BodyExt as _;
-                    let body = sent.await.unwrap().into_body().collect().await.unwrap();
-                    let v: Value = serde_json::from_slice(&body.to_bytes()).unwrap();
-                    assert_eq!(v["status"], "success");
-                }
-            };
             let lean_plain = || async {
-                futures::join!(lean_query(&queries[0]), lean_query(&queries[1]));
+                let (a, b) = futures::join!(
+                    floor::ask(&lean, &lean_query_url, &queries[0]),
+                    floor::ask(&lean, &lean_query_url, &queries[1])
+                );
+                assert_eq!(
+                    (&a["status"], &b["status"]),
+                    (&"success".into(), &"success".into())
+                );
             };
             for _ in 0..20 {
                 for c in &contenders {

@@ -28,10 +28,31 @@ pub const PROMETHEUS_ENV: &str = "ROLLGATE_FLOOR_PROMETHEUS";
 /// Environment variable with the queries per service.
 pub const QUERIES_ENV: &str = "ROLLGATE_FLOOR_QUERIES";
 
-type HttpClient = hyper_util::client::legacy::Client<
+/// hyper-util's pooled client over plain TCP (no DNS beyond IP literals, no proxy, no TLS):
+/// what rollgate's client sends a plain-HTTP query through.
+pub type HttpClient = hyper_util::client::legacy::Client<
     hyper_util::client::legacy::connect::HttpConnector,
     http_body_util::Full<bytes::Bytes>,
 >;
+
+/// A pooled [`HttpClient`] with nodelay, as rollgate's transport sets it.
+pub fn http_client() -> HttpClient {
+    let mut connector = hyper_util::client::legacy::connect::HttpConnector::new();
+    connector.set_nodelay(true);
+    hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build(connector)
+}
+
+/// Sends `query` to `url` (an instant-query endpoint) and reads the answer as a JSON tree.
+pub async fn ask(client: &HttpClient, url: &hyper::Uri, query: &str) -> Value {
+    let request = hyper::Request::post(url.clone())
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("query={}", crate::support::prom::urlencode(query)).into())
+        .unwrap();
+    let response = client.request(request).await.unwrap();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    serde_json::from_slice(&body).unwrap()
+}
 
 struct Floor {
     client: HttpClient,
@@ -44,12 +65,7 @@ pub fn run(prometheus: &str) {
     let queries: HashMap<String, [String; 2]> =
         serde_json::from_str(&std::env::var(QUERIES_ENV).unwrap()).unwrap();
     let floor = Arc::new(Floor {
-        client: {
-            let mut connector = hyper_util::client::legacy::connect::HttpConnector::new();
-            connector.set_nodelay(true);
-            hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-                .build(connector)
-        },
+        client: http_client(),
         query_url: format!("{prometheus}/api/v1/query").parse().unwrap(),
         queries,
     });
@@ -79,21 +95,11 @@ async fn check(State(floor): State<Arc<Floor>>, body: axum::body::Bytes) -> (Sta
     let payload: Value = serde_json::from_slice(&body).unwrap();
     let service = payload["metadata"]["args.service"].as_str().unwrap();
     let [a, b] = &floor.queries[service];
-    let query = |q: &str| {
-        let request = hyper::Request::post(floor.query_url.clone())
-            .header("content-type", "application/x-www-form-urlencoded")
-            .body(format!("query={}", crate::support::prom::urlencode(q)).into())
-            .unwrap();
-        let sent = floor.client.request(request);
-        async move {
-            let response = sent.await.unwrap();
-            let body = response.into_body().collect().await.unwrap().to_bytes();
-            let v: Value = serde_json::from_slice(&body).unwrap();
-            v["status"] == "success"
-        }
-    };
-    let (ok_a, ok_b) = futures::join!(query(a), query(b));
-    if ok_a && ok_b {
+    let (a, b) = futures::join!(
+        ask(&floor.client, &floor.query_url, a),
+        ask(&floor.client, &floor.query_url, b)
+    );
+    if a["status"] == "success" && b["status"] == "success" {
         (StatusCode::OK, "{\"ok\":true}".into())
     } else {
         (StatusCode::BAD_GATEWAY, "{\"ok\":false}".into())

@@ -40,7 +40,9 @@ const MAX_CACHED_FORMS: usize = 256;
 /// (CA file content, `insecure_skip_verify`); everything else is applied per request.
 #[derive(Clone, Default)]
 pub struct Client {
-    http: Arc<Mutex<HashMap<TlsKey, Transport>>>,
+    /// Shared, so a query takes its transport with one reference count, not a clone of the
+    /// pool's handles.
+    http: Arc<Mutex<HashMap<TlsKey, Arc<Transport>>>>,
     endpoints: Arc<Mutex<HashMap<String, Arc<Endpoint>>>>,
     /// Forms of instant queries at the server's "now", by query: a hook or a plugin asks the
     /// same queries at every interval, and encoding one costs several times its look-up.
@@ -122,7 +124,7 @@ impl Client {
         &self,
         cfg: &PrometheusConfig,
         req: &QueryRequest,
-    ) -> Result<(Prepared, Transport), PrometheusError> {
+    ) -> Result<(Prepared, Arc<Transport>), PrometheusError> {
         let ready = |client: &Client, cfg: &PrometheusConfig, req: &QueryRequest| {
             let endpoint = client.endpoint(&cfg.address)?;
             let form = client.form(req);
@@ -237,7 +239,7 @@ impl Client {
     }
 
     /// The pooled transport for this configuration's TLS settings.
-    fn http_client(&self, cfg: &PrometheusConfig) -> Result<Transport, PrometheusError> {
+    fn http_client(&self, cfg: &PrometheusConfig) -> Result<Arc<Transport>, PrometheusError> {
         let ca_pem = match &cfg.ca_file {
             Some(path) => {
                 Some(std::fs::read(path).map_err(|e| PrometheusError::file("CA file", path, &e))?)
@@ -249,7 +251,7 @@ impl Client {
             ca_pem,
         };
         cached(&self.http, &key, MAX_CACHED_CLIENTS, || {
-            build_http_client(&key, cfg.ca_file.as_deref())
+            build_http_client(&key, cfg.ca_file.as_deref()).map(Arc::new)
         })
     }
 }

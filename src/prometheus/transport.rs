@@ -11,7 +11,7 @@ use std::error::Error as StdError;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -40,25 +40,24 @@ const POOL_IDLE: Duration = Duration::from_secs(90);
 type BoxError = Box<dyn StdError + Send + Sync>;
 type Direct = HttpsConnector<HttpConnector<Resolver>>;
 
-/// A pooled HTTP/1.1 and HTTP/2 client for one TLS setting; cheap to clone.
-#[derive(Clone)]
+/// A pooled HTTP/1.1 and HTTP/2 client for one TLS setting.
 pub(crate) struct Transport {
     client: hyper_util::client::legacy::Client<Connector, Body>,
     proxies: Option<Arc<Matcher>>,
 }
 
 /// The TLS settings a transport is built for.
-pub(crate) struct TlsSettings<'a> {
+pub(crate) struct TlsSettings {
     /// Accept any server certificate (`insecure_skip_verify`).
     pub(crate) insecure_skip_verify: bool,
     /// Certificates trusted besides the built-in roots.
-    pub(crate) extra_roots: Vec<CertificateDer<'a>>,
+    pub(crate) extra_roots: Vec<CertificateDer<'static>>,
 }
 
 impl Transport {
     /// A transport with `tls`, reading the proxy variables (`HTTP_PROXY`, `HTTPS_PROXY`,
     /// `ALL_PROXY`, `NO_PROXY`, either case) once, now.
-    pub(crate) fn new(tls: TlsSettings<'_>) -> Result<Transport, String> {
+    pub(crate) fn new(tls: TlsSettings) -> Result<Transport, String> {
         let config = Arc::new(tls_config(tls)?);
         let proxies = proxy_in_environment().then(|| Arc::new(Matcher::from_env()));
         let connector = Connector {
@@ -112,7 +111,7 @@ fn proxy_in_environment() -> bool {
     .any(|name| std::env::var_os(name).is_some())
 }
 
-fn tls_config(tls: TlsSettings<'_>) -> Result<rustls::ClientConfig, String> {
+fn tls_config(tls: TlsSettings) -> Result<rustls::ClientConfig, String> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
@@ -262,10 +261,24 @@ impl Write for Stream {
 }
 
 /// Host names resolved with hickory (a static binary cannot rely on glibc's NSS), from
-/// /etc/resolv.conf and /etc/hosts, IPv4 and IPv6. Built on first use, inside the runtime.
+/// /etc/resolv.conf and /etc/hosts, IPv4 and IPv6. Built on first use, inside the runtime;
+/// a DNS configuration that cannot be read is tried again at the next connection.
 #[derive(Clone, Default)]
 struct Resolver {
-    resolver: Arc<OnceLock<Result<hickory_resolver::TokioResolver, String>>>,
+    resolver: Arc<std::sync::Mutex<Option<hickory_resolver::TokioResolver>>>,
+}
+
+impl Resolver {
+    fn get(&self) -> Result<hickory_resolver::TokioResolver, BoxError> {
+        let mut slot = self.resolver.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(resolver) = slot.as_ref() {
+            return Ok(resolver.clone());
+        }
+        let mut builder = hickory_resolver::TokioResolver::builder_tokio()
+            .map_err(|e| format!("cannot read the DNS configuration: {e}"))?;
+        builder.options_mut().ip_strategy = hickory_resolver::config::LookupIpStrategy::Ipv4AndIpv6;
+        Ok(slot.insert(builder.build()).clone())
+    }
 }
 
 impl Service<Name> for Resolver {
@@ -278,19 +291,9 @@ impl Service<Name> for Resolver {
     }
 
     fn call(&mut self, name: Name) -> Self::Future {
-        let resolver = self.resolver.clone();
+        let resolver = self.get();
         Box::pin(async move {
-            let resolver = resolver
-                .get_or_init(|| {
-                    let mut builder = hickory_resolver::TokioResolver::builder_tokio()
-                        .map_err(|e| format!("cannot read the DNS configuration: {e}"))?;
-                    builder.options_mut().ip_strategy =
-                        hickory_resolver::config::LookupIpStrategy::Ipv4AndIpv6;
-                    Ok(builder.build())
-                })
-                .as_ref()
-                .map_err(|e| BoxError::from(e.clone()))?;
-            let found = resolver.lookup_ip(name.as_str()).await?;
+            let found = resolver?.lookup_ip(name.as_str()).await?;
             let addrs: Vec<SocketAddr> = found.iter().map(|ip| SocketAddr::new(ip, 0)).collect();
             Ok(addrs.into_iter())
         })
