@@ -31,7 +31,6 @@ use serde_json::Value;
 use support::prom::PromServer;
 use support::scenarios::{base_now, push_sample, times, Dataset};
 
-const BIN: &str = env!("CARGO_BIN_EXE_rollgate");
 const DAYS: i64 = 7;
 const STEP: i64 = 60;
 
@@ -157,7 +156,7 @@ fn run(
             "%M %U %S",
             "-o",
             rss.path().to_str().unwrap(),
-            BIN,
+            &support::bench_binary(),
             "backtest",
             "-f",
         ])

@@ -39,7 +39,6 @@ use serde_json::{json, Value};
 use support::gohost::run_command;
 use support::stub::{Mode, Stub, SAMPLE_TIME};
 
-const ROLLGATE: &str = env!("CARGO_BIN_EXE_rollgate");
 /// Concurrent calls in flight.
 const CONCURRENCY: usize = 64;
 /// Measured Runs per load run.
@@ -74,7 +73,7 @@ fn load(protocol: &str, spec: &str, address: &str, mtls: bool) -> Figures {
     let mut cmd = Command::new(grpc_support::grpchost());
     cmd.arg("load")
         .arg("-plugin")
-        .arg(ROLLGATE)
+        .arg(support::bench_binary())
         .arg("-descriptor")
         .arg(grpc_support::descriptor_file())
         .arg("-protocol")
@@ -208,7 +207,7 @@ fn main() {
         ]}})
         .to_string(),
     ));
-    println!("grpc_run: rollgate {ROLLGATE}");
+    println!("grpc_run: rollgate {}", support::bench_binary());
     println!(
         "  unary Run, {CONCURRENCY} concurrent, {CALLS} measured calls per run after {WARMUP} warm-up, instant stub {}",
         stub.url

@@ -38,7 +38,6 @@ use support::gohost::{run_command, GoHost};
 use support::scenarios::HEALTHY;
 use support::stub::{closed_port, Mode, Stub, SAMPLE_TIME};
 
-const ROLLGATE: &str = env!("CARGO_BIN_EXE_rollgate");
 /// The controller's number of analysis workers.
 const CALLERS: usize = 30;
 /// Rounds per scenario; each round runs both plugins once, the order alternating.
@@ -168,7 +167,8 @@ fn verdict(ok: bool) -> &'static str {
 }
 
 fn compare(host: &GoHost, sc: &Scenario) {
-    let rollgate = Path::new(ROLLGATE);
+    let rollgate = support::bench_binary();
+    let rollgate = Path::new(&rollgate);
     println!(
         "\n[{}] {} callers x {} runs per plugin, phase {} ({})",
         sc.name, CALLERS, sc.runs, sc.phase, sc.address
@@ -287,7 +287,7 @@ fn main() {
     let plain = spec(&ratio_q, &guard_q, &[]);
     let no_retries = spec(&ratio_q, &guard_q, &[("retries", json!(0))]);
 
-    println!("plugin_throughput: rollgate {ROLLGATE}");
+    println!("plugin_throughput: rollgate {}", support::bench_binary());
     println!("  baseline {}", host.baseline_plugin.display());
     let scenarios = [
         Scenario {
@@ -319,7 +319,13 @@ fn main() {
     for sc in &scenarios {
         compare(&host, sc);
     }
-    rss(&host, Path::new(ROLLGATE), &plain, &stub.url, RSS_RUNS);
+    rss(
+        &host,
+        Path::new(&support::bench_binary()),
+        &plain,
+        &stub.url,
+        RSS_RUNS,
+    );
     rss(
         &host,
         &host.baseline_plugin,

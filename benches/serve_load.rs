@@ -36,8 +36,8 @@
 //! `cargo bench --bench serve_load [throughput|metrics|overhead|instructions|syscalls]` runs one part. With
 //! `SERVE_LOAD_BASELINE=/path/to/an/older/rollgate`, every part also runs that binary, in the
 //! same run, so before and after are measured on the same machine under the same load.
-//! `SERVE_LOAD_BIN=target/x86_64-unknown-linux-gnu/dist/rollgate` measures the shipped build
-//! (`cargo build --profile dist`) instead of the release build `cargo bench` makes.
+//! `ROLLGATE_BENCH_BIN=target/pgo/rollgate` measures the shipped build (`scripts/build-dist`)
+//! instead of the release build `cargo bench` makes.
 //!
 //! Targets (issue 14): rollgate's own share of a check, serve − the queries alone − the bare
 //! HTTP hop (median of the per-round differences), <= 0.05 ms; access log on >= 0.90 x off.
@@ -890,9 +890,15 @@ fn main() {
         .filter(|a| !a.starts_with("--"))
         .collect();
     let wanted = |part: &str| only.is_empty() || only.iter().any(|a| a == part);
-    // `cargo bench` builds the release profile; the shipped binary is `--profile dist` (LTO,
-    // one codegen unit), which SERVE_LOAD_BIN can name instead.
-    let this_build = std::env::var("SERVE_LOAD_BIN").unwrap_or_else(|_| serve_common::BIN.into());
+    // `cargo bench` builds the release profile; the shipped binary is scripts/build-dist's
+    // (`--profile dist`, profile-guided), which ROLLGATE_BENCH_BIN can name instead.
+    let this_build = support::bench_binary();
+    println!("serve_load: this build is {this_build}");
+    if std::env::var_os("ROLLGATE_BENCH_BIN").is_none() {
+        println!(
+            "  (the release build; the shipped one is scripts/build-dist's: ROLLGATE_BENCH_BIN=target/pgo/rollgate)"
+        );
+    }
     let mut binaries = vec![("this build", this_build)];
     if let Ok(baseline) = std::env::var("SERVE_LOAD_BASELINE") {
         binaries.push(("baseline", baseline));

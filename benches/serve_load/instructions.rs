@@ -8,12 +8,20 @@
 //! the first connections cancel out). User-space instructions only: the kernel's share of a
 //! check (loopback TCP, epoll) is the same for any service sending the same two queries.
 //!
+//! Beside the instructions, the code a check runs: the 64-byte lines of machine code with an
+//! instruction executed in at least every other check of the steady state (from callgrind's
+//! per-instruction counts). Between two checks Prometheus and the caller run on the same cores
+//! and evict those lines, so each is fetched again from L2 or beyond: on shared cores a check's
+//! time beyond its instructions grows with this figure, which an instruction count does not
+//! show (docs/serve.md, "The shipped build is profile-guided").
+//!
 //! A last table counts the access log the same way: the throughput part's replay-backed check
 //! with the log off and on.
 //!
 //! `cargo bench --bench serve_load instructions`; skipped when valgrind is not installed.
 //! `SERVE_LOAD_CALLGRIND_DIR=DIR` keeps callgrind's files in DIR (for `callgrind_annotate`).
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
@@ -43,7 +51,7 @@ pub fn run(binaries: &[(&str, String)]) {
     let queries = floor_queries();
     let names: Vec<&str> = binaries.iter().map(|(name, _)| *name).collect();
     println!(
-        "  series per query | instructions per check: {} | floor proxy | {} - floor",
+        "  series per query | instructions per check: {0} | floor proxy | {1} - floor | code run per check, KiB: {0} | floor proxy",
         names.join(" | "),
         names[0]
     );
@@ -51,7 +59,7 @@ pub fn run(binaries: &[(&str, String)]) {
         let run_file = |what: &str, checks: usize| {
             out_dir.join(format!("{what}-{}-{checks}.out", size.series()))
         };
-        let floor = per_check(size.service, |checks| {
+        let floor = steady_state(size.service, |checks| {
             let file = run_file("floor", checks);
             let wrapper = callgrind(&file);
             let wrapper: Vec<&str> = wrapper.iter().map(String::as_str).collect();
@@ -63,13 +71,13 @@ pub fn run(binaries: &[(&str, String)]) {
             );
             terminate(process.child.id());
             let _ = process.child.wait();
-            total(&file)
+            Counts::read(&file)
         });
-        let serve: Vec<f64> = binaries
+        let serve: Vec<PerCheck> = binaries
             .iter()
             .enumerate()
             .map(|(i, (_, bin))| {
-                per_check(size.service, |checks| {
+                steady_state(size.service, |checks| {
                     let file = run_file(&format!("serve{i}"), checks);
                     let wrapper = callgrind(&file);
                     let wrapper: Vec<&str> = wrapper.iter().map(String::as_str).collect();
@@ -88,24 +96,29 @@ pub fn run(binaries: &[(&str, String)]) {
                         checks,
                     );
                     stop(server, bin);
-                    total(&file)
+                    Counts::read(&file)
                 })
             })
             .collect();
-        let counts: Vec<String> = serve.iter().map(|n| format!("{n:>10.0}")).collect();
+        let column =
+            |f: fn(&PerCheck) -> String| serve.iter().map(f).collect::<Vec<String>>().join(" | ");
         println!(
-            "  {:>16} | {} | {floor:>10.0} | {:>+10.0}",
+            "  {:>16} | {} | {:>10.0} | {:>+10.0} | {} | {:>6.1}",
             size.series(),
-            counts.join(" | "),
-            serve[0] - floor
+            column(|c| format!("{:>10.0}", c.instructions)),
+            floor.instructions,
+            serve[0].instructions - floor.instructions,
+            column(|c| format!("{:>6.1}", c.code_kib)),
+            floor.code_kib
         );
-        if let [this, baseline] = serve[..] {
+        if let [this, baseline] = &serve[..] {
             println!(
-                "  {:>16}   {} / {} = {:.3}",
+                "  {:>16}   {} / {} = {:.3} instructions, {:.3} code",
                 "",
                 names[0],
                 names[1],
-                this / baseline
+                this.instructions / baseline.instructions,
+                this.code_kib / baseline.code_kib
             );
         }
     }
@@ -123,7 +136,7 @@ fn access_log(binaries: &[(&str, String)], out_dir: &Path) {
     for (i, (name, bin)) in binaries.iter().enumerate() {
         let [off, on] = [0, 1].map(|log| {
             let level = super::ACCESS_LOG_LEVELS[log].1;
-            per_check("healthy", |checks| {
+            steady_state("healthy", |checks| {
                 let file = out_dir.join(format!("serve{i}-log{log}-{checks}.out"));
                 let wrapper = callgrind(&file);
                 let wrapper: Vec<&str> = wrapper.iter().map(String::as_str).collect();
@@ -139,8 +152,9 @@ fn access_log(binaries: &[(&str, String)], out_dir: &Path) {
                     checks,
                 );
                 stop(server, bin);
-                total(&file)
+                Counts::read(&file)
             })
+            .instructions
         });
         println!("  {name:>32} | {off:>10.0} | {on:>10.0} | {:.3}", off / on);
     }
@@ -155,16 +169,83 @@ fn stop(mut server: ServeProcess, bin: &str) {
     );
 }
 
-/// The steady-state instructions per check: the totals of a run of `FEW` and of `MANY` checks
-/// (from `measure`), their difference over `MANY - FEW`.
-fn per_check(service: &str, mut measure: impl FnMut(usize) -> u64) -> f64 {
+/// A check's steady-state cost.
+struct PerCheck {
+    /// Instructions.
+    instructions: f64,
+    /// KiB of machine code run: 64-byte lines with an instruction executed in at least every
+    /// other check.
+    code_kib: f64,
+}
+
+/// The steady state per check: the counts of a run of `FEW` and of `MANY` checks (from
+/// `measure`), their difference over `MANY - FEW`.
+fn steady_state(service: &str, mut measure: impl FnMut(usize) -> Counts) -> PerCheck {
     let few = measure(FEW);
     let many = measure(MANY);
     assert!(
-        many > few,
-        "{service}: {MANY} checks counted {many} instructions, {FEW} counted {few}"
+        many.total > few.total,
+        "{service}: {MANY} checks counted {} instructions, {FEW} counted {}",
+        many.total,
+        few.total
     );
-    (many - few) as f64 / (MANY - FEW) as f64
+    let checks = (MANY - FEW) as u64;
+    let lines: std::collections::HashSet<u64> = many
+        .by_address
+        .iter()
+        .filter(|(address, n)| {
+            let before = few.by_address.get(address).copied().unwrap_or(0);
+            n.saturating_sub(before) * 2 >= checks
+        })
+        .map(|(address, _)| address / 64)
+        .collect();
+    PerCheck {
+        instructions: (many.total - few.total) as f64 / checks as f64,
+        code_kib: (lines.len() * 64) as f64 / 1024.0,
+    }
+}
+
+/// What callgrind counted in one run (`--dump-instr=yes` without compression): instructions in
+/// all and per instruction address.
+struct Counts {
+    total: u64,
+    by_address: HashMap<u64, u64>,
+}
+
+impl Counts {
+    fn read(file: &Path) -> Counts {
+        let text = std::fs::read_to_string(file)
+            .unwrap_or_else(|e| panic!("no callgrind output at {}: {e}", file.display()));
+        let mut by_address: HashMap<u64, u64> = HashMap::new();
+        // Cost lines are `0xADDR [LINE] COUNT`, the position columns named by `positions:`;
+        // the line after `calls=` is the call's inclusive cost, not the instruction's own.
+        let mut positions = 1;
+        let mut after_call = false;
+        for line in text.lines() {
+            if let Some(names) = line.strip_prefix("positions:") {
+                positions = names.split_whitespace().count();
+            } else if line.starts_with("calls=") {
+                after_call = true;
+            } else if let Some(hex) = line.strip_prefix("0x") {
+                if std::mem::take(&mut after_call) {
+                    continue;
+                }
+                let mut fields = hex.split_whitespace();
+                let address = u64::from_str_radix(fields.next().unwrap(), 16).unwrap();
+                let count: u64 = fields.nth(positions - 1).map_or(0, |n| n.parse().unwrap());
+                *by_address.entry(address).or_default() += count;
+            }
+        }
+        let total = text
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix("totals:")
+                    .or_else(|| l.strip_prefix("summary:"))
+            })
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no totals in {}", file.display()));
+        Counts { total, by_address }
+    }
 }
 
 /// valgrind running callgrind, writing its counts to `file`.
@@ -174,6 +255,10 @@ fn callgrind(file: &Path) -> Vec<String> {
         "--tool=callgrind".into(),
         "--quiet".into(),
         format!("--callgrind-out-file={}", file.display()),
+        // Counts per instruction address, written out in full, for the code run per check.
+        "--dump-instr=yes".into(),
+        "--compress-pos=no".into(),
+        "--compress-strings=no".into(),
     ]
 }
 
@@ -213,17 +298,4 @@ fn terminate(pid: u32) {
         .status()
         .unwrap();
     assert!(status.success(), "kill -TERM {pid} failed");
-}
-
-/// The instructions callgrind counted, from its `totals:` (or `summary:`) line.
-fn total(file: &Path) -> u64 {
-    let text = std::fs::read_to_string(file)
-        .unwrap_or_else(|e| panic!("no callgrind output at {}: {e}", file.display()));
-    text.lines()
-        .find_map(|l| {
-            l.strip_prefix("totals:")
-                .or_else(|| l.strip_prefix("summary:"))
-        })
-        .and_then(|n| n.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no totals in {}", file.display()))
 }

@@ -16,6 +16,13 @@ pub mod scenarios;
 pub mod stub;
 pub mod vm;
 
+/// The rollgate binary a benchmark measures: `ROLLGATE_BENCH_BIN` when set (the shipped build,
+/// `target/pgo/rollgate` from `scripts/build-dist`, or any other), else the release build cargo
+/// made for the benchmark.
+pub fn bench_binary() -> String {
+    std::env::var("ROLLGATE_BENCH_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_rollgate").into())
+}
+
 /// The benches' runtime: two worker threads, as many as the development machine has cores.
 pub fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
