@@ -21,7 +21,7 @@
 //! `cargo bench --bench serve_load instructions`; skipped when valgrind is not installed.
 //! `SERVE_LOAD_CALLGRIND_DIR=DIR` keeps callgrind's files in DIR (for `callgrind_annotate`).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::time::Duration;
 
@@ -190,7 +190,7 @@ fn steady_state(service: &str, mut measure: impl FnMut(usize) -> Counts) -> PerC
         few.total
     );
     let checks = (MANY - FEW) as u64;
-    let lines: std::collections::HashSet<u64> = many
+    let lines: HashSet<u64> = many
         .by_address
         .iter()
         .filter(|(address, n)| {
