@@ -156,7 +156,7 @@ fn run(
             "%M %U %S",
             "-o",
             rss.path().to_str().unwrap(),
-            &support::bench_binary(),
+            support::rollgate_bin(),
             "backtest",
             "-f",
         ])

@@ -73,7 +73,7 @@ fn load(protocol: &str, spec: &str, address: &str, mtls: bool) -> Figures {
     let mut cmd = Command::new(grpc_support::grpchost());
     cmd.arg("load")
         .arg("-plugin")
-        .arg(support::bench_binary())
+        .arg(support::rollgate_bin())
         .arg("-descriptor")
         .arg(grpc_support::descriptor_file())
         .arg("-protocol")
@@ -207,7 +207,7 @@ fn main() {
         ]}})
         .to_string(),
     ));
-    println!("grpc_run: rollgate {}", support::bench_binary());
+    println!("grpc_run: rollgate {}", support::rollgate_bin());
     println!(
         "  unary Run, {CONCURRENCY} concurrent, {CALLS} measured calls per run after {WARMUP} warm-up, instant stub {}",
         stub.url

@@ -167,8 +167,7 @@ fn verdict(ok: bool) -> &'static str {
 }
 
 fn compare(host: &GoHost, sc: &Scenario) {
-    let rollgate = support::bench_binary();
-    let rollgate = Path::new(&rollgate);
+    let rollgate = Path::new(support::rollgate_bin());
     println!(
         "\n[{}] {} callers x {} runs per plugin, phase {} ({})",
         sc.name, CALLERS, sc.runs, sc.phase, sc.address
@@ -287,7 +286,7 @@ fn main() {
     let plain = spec(&ratio_q, &guard_q, &[]);
     let no_retries = spec(&ratio_q, &guard_q, &[("retries", json!(0))]);
 
-    println!("plugin_throughput: rollgate {}", support::bench_binary());
+    println!("plugin_throughput: rollgate {}", support::rollgate_bin());
     println!("  baseline {}", host.baseline_plugin.display());
     let scenarios = [
         Scenario {
@@ -321,7 +320,7 @@ fn main() {
     }
     rss(
         &host,
-        Path::new(&support::bench_binary()),
+        Path::new(support::rollgate_bin()),
         &plain,
         &stub.url,
         RSS_RUNS,

@@ -36,7 +36,7 @@
 //! `cargo bench --bench serve_load [throughput|metrics|overhead|instructions|syscalls]` runs one part. With
 //! `SERVE_LOAD_BASELINE=/path/to/an/older/rollgate`, every part also runs that binary, in the
 //! same run, so before and after are measured on the same machine under the same load.
-//! `ROLLGATE_BENCH_BIN=target/pgo/rollgate` measures the shipped build (`scripts/build-dist`)
+//! `ROLLGATE_BIN=target/pgo/rollgate` measures the shipped build (`scripts/build-dist`)
 //! instead of the release build `cargo bench` makes.
 //!
 //! Targets (issue 14): rollgate's own share of a check, serve − the queries alone − the bare
@@ -891,12 +891,12 @@ fn main() {
         .collect();
     let wanted = |part: &str| only.is_empty() || only.iter().any(|a| a == part);
     // `cargo bench` builds the release profile; the shipped binary is scripts/build-dist's
-    // (`--profile dist`, profile-guided), which ROLLGATE_BENCH_BIN can name instead.
-    let this_build = support::bench_binary();
+    // (`--profile dist`, profile-guided), which ROLLGATE_BIN can name instead.
+    let this_build = support::rollgate_bin().to_string();
     println!("serve_load: this build is {this_build}");
-    if std::env::var_os("ROLLGATE_BENCH_BIN").is_none() {
+    if std::env::var_os("ROLLGATE_BIN").is_none() {
         println!(
-            "  (the release build; the shipped one is scripts/build-dist's: ROLLGATE_BENCH_BIN=target/pgo/rollgate)"
+            "  (the release build; the shipped one is scripts/build-dist's: ROLLGATE_BIN=target/pgo/rollgate)"
         );
     }
     let mut binaries = vec![("this build", this_build)];

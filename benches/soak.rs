@@ -37,7 +37,6 @@ use serde_json::{json, Value};
 use serve_common::rollout_check;
 use support::scenarios::HEALTHY;
 
-const ROLLGATE: &str = env!("CARGO_BIN_EXE_rollgate");
 const CALLERS: usize = 30;
 const SERVE_CALLERS: usize = 32;
 const RUNS_PER_CHECKPOINT: usize = 10_000;
@@ -108,7 +107,7 @@ fn plugin_soak(runs: usize) -> bool {
         "noData": "error",
     })
     .to_string();
-    let mut cmd = host.command("rss", Path::new(ROLLGATE));
+    let mut cmd = host.command("rss", Path::new(crate::support::rollgate_bin()));
     let checkpoints = (runs / RUNS_PER_CHECKPOINT).max(1).to_string();
     cmd.args(["-runs", &runs.to_string(), "-callers", &CALLERS.to_string()])
         .args(["-checkpoints", &checkpoints, "-timeout", "3h"])

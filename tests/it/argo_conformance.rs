@@ -250,7 +250,7 @@ fn a_broken_condition_errors_only_its_metric_in_a_dry_run() {
     let recording = json!({"version": 1, "entries": [entry("vector(1)"), entry("vector(2)")]});
     std::fs::write(&replay, recording.to_string()).unwrap();
 
-    let out = Command::new(env!("CARGO_BIN_EXE_rollgate"))
+    let out = Command::new(crate::support::rollgate_bin())
         .args(["dry-run", "-o", "json", "-f"])
         .arg(&template)
         .arg("--replay")
@@ -279,7 +279,7 @@ fn a_broken_condition_errors_only_its_metric_in_a_dry_run() {
     );
 
     // The table names it too.
-    let out = Command::new(env!("CARGO_BIN_EXE_rollgate"))
+    let out = Command::new(crate::support::rollgate_bin())
         .args(["dry-run", "-f"])
         .arg(&template)
         .arg("--replay")

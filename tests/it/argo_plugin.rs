@@ -12,10 +12,8 @@ use support::prom::shared;
 use support::scenarios::{BAD, CMP_HEALTHY_CANARY, CMP_HEALTHY_STABLE, HEALTHY, LOWTRAFFIC};
 use support::stub::{closed_port, Mode, Stub};
 
-const PLUGIN: &str = env!("CARGO_BIN_EXE_rollgate");
-
 fn plugin() -> &'static Path {
-    Path::new(PLUGIN)
+    Path::new(crate::support::rollgate_bin())
 }
 
 fn check(sub: &str, args: &[&str]) -> HostRun {
@@ -263,12 +261,13 @@ fn resume_and_terminate_of_a_waiting_measurement() {
 
 #[test]
 fn the_release_binary_is_static() {
-    let bytes = std::fs::read(PLUGIN).unwrap();
+    let bytes = std::fs::read(crate::support::rollgate_bin()).unwrap();
     // An ELF with a PT_INTERP segment needs a dynamic loader, which distroless/static lacks.
     let interp = b"/lib64/ld-linux-x86-64.so";
     assert!(
         !bytes.windows(interp.len()).any(|w| w == interp),
-        "{PLUGIN} asks for a dynamic loader"
+        "{} asks for a dynamic loader",
+        crate::support::rollgate_bin()
     );
     assert_eq!(&bytes[..4], b"\x7fELF");
 }

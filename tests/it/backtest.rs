@@ -16,7 +16,6 @@ use serde_json::Value;
 use support::prom::PromServer;
 use support::scenarios::{base_now, push_sample, times, Dataset};
 
-const BIN: &str = env!("CARGO_BIN_EXE_rollgate");
 /// Sample step of the generated counters.
 const STEP: i64 = 15;
 /// History: 8 h before `base`.
@@ -125,7 +124,7 @@ impl Run {
 }
 
 fn backtest(args: &[&str]) -> Run {
-    let out = Command::new(BIN)
+    let out = Command::new(crate::support::rollgate_bin())
         .arg("backtest")
         .args(args)
         .output()

@@ -17,14 +17,12 @@ use serde_json::Value;
 use support::prom::shared;
 use support::scenarios::NODE_AGENT_NEW;
 
-const BIN: &str = env!("CARGO_BIN_EXE_rollgate");
-
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
 fn dashboard(file: &Path, args: &[&str]) -> Output {
-    Command::new(BIN)
+    Command::new(crate::support::rollgate_bin())
         .arg("dashboard")
         .arg("-f")
         .arg(file)

@@ -9,8 +9,6 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_rollgate");
-
 /// (template, replay, args, expected exit code, expected overall phase)
 #[rustfmt::skip]
 const CASES: &[(&str, &str, &[&str], i32, &str)] = &[
@@ -35,7 +33,7 @@ fn examples() -> PathBuf {
 }
 
 fn dry_run(template: &str, extra: &[&str], args: &[&str]) -> Output {
-    let mut cmd = Command::new(BIN);
+    let mut cmd = Command::new(crate::support::rollgate_bin());
     cmd.arg("dry-run")
         .arg("-f")
         .arg(examples().join(template))
@@ -160,7 +158,7 @@ fn record_examples() {
 fn the_backtest_example_replays_with_its_documented_verdicts() {
     let replay = examples().join("backtest.replay.json");
     for (service, code, phase) in [("bad", 1, "Failed"), ("good", 0, "Successful")] {
-        let out = Command::new(BIN)
+        let out = Command::new(crate::support::rollgate_bin())
             .arg("backtest")
             .arg("-f")
             .arg(examples().join("backtest.yaml"))
@@ -198,7 +196,7 @@ fn the_readme_fleet_versions_example_is_what_the_command_prints() {
     let mut lines = block.lines();
     let command = lines.next().unwrap().trim_start_matches("$ rollgate ");
     let expected: Vec<&str> = lines.collect();
-    let out = Command::new(BIN)
+    let out = Command::new(crate::support::rollgate_bin())
         .current_dir(root)
         .args(command.split_whitespace())
         .output()

@@ -22,8 +22,6 @@ use support::fault_proxy::{Fault, FaultProxy};
 use support::prom::PromServer;
 use support::scenarios::{base_now, Dataset, Traffic, BAD, HEALTHY};
 
-const PLUGIN: &str = env!("CARGO_BIN_EXE_rollgate");
-
 /// Per-query timeout and retries of the plugin spec: a measurement (guard + query) ends within
 /// about 2 x (1 s + 100 ms backoff + 1 s).
 const QUERY_TIMEOUT: &str = "1s";
@@ -117,7 +115,7 @@ fn plugin_verdicts_stay_true_to_the_data_while_prometheus_fails_under_load() {
     let proxy = FaultProxy::start(prom.addr);
 
     let start = |t: &Traffic| {
-        let mut cmd = host.command("rss", Path::new(PLUGIN));
+        let mut cmd = host.command("rss", Path::new(crate::support::rollgate_bin()));
         cmd.args(["-runs", "200000", "-callers", "30", "-checkpoints", "20"])
             .args(["-for", LOAD_FOR, "-timeout", "60s"])
             .args(["-success", "result[0] < 0.01"])

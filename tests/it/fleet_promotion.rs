@@ -23,7 +23,6 @@ use support::inventories::{
 use support::prom::PromServer;
 use support::scenarios::{base_now, NODE_AGENT_NEW};
 
-const BIN: &str = env!("CARGO_BIN_EXE_rollgate");
 const REST: &str = "promo-(0[4-9]|1[0-9]|2[0-5])";
 
 static SERVER: OnceLock<PromServer> = OnceLock::new();
@@ -509,7 +508,7 @@ fn fleet_cli(args: &[&str], file: &std::path::Path) -> (i32, String, String) {
         .single()
         .unwrap()
         .to_rfc3339();
-    let out = Command::new(BIN)
+    let out = Command::new(crate::support::rollgate_bin())
         .arg("fleet")
         .args(args)
         .arg("-f")

@@ -8,7 +8,6 @@ use serde_json::{json, Value};
 
 use crate::support::rules_cli::{documents, promtool, root, rules};
 
-const BIN: &str = env!("CARGO_BIN_EXE_rollgate");
 const NEW: &str = "sha256:35c1e11408120e3942e771102f0172aee75829d3a87f9f5909d53b5f40bfc814";
 const OLD: &str = "sha256:513e5258ccf337657a74bcf99c6689575996caa51a1c92392ca920cc72be477a";
 
@@ -401,7 +400,7 @@ fn the_old_version_alert_needs_every_version_label() {
 #[test]
 fn a_reader_that_closes_the_pipe_early_is_not_a_crash() {
     use std::process::Stdio;
-    let mut child = Command::new(BIN)
+    let mut child = Command::new(crate::support::rollgate_bin())
         .arg("rules")
         .arg("-f")
         .arg(root().join("manifests/argo-rollouts/analysis-template-fleet.yaml"))

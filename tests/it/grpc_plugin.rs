@@ -21,7 +21,6 @@ use serde_json::{json, Value};
 use support::gohost::run_command;
 use support::stub::{closed_port, Mode, Stub, SAMPLE_TIME};
 
-const ROLLGATE: &str = env!("CARGO_BIN_EXE_rollgate");
 const LIMIT: Duration = Duration::from_secs(180);
 
 /// The error rate the fake Prometheus reports.
@@ -60,7 +59,7 @@ fn check(calls: &Value, extra: &[&str]) -> Value {
     let mut cmd = Command::new(grpc_support::grpchost());
     cmd.arg("check")
         .arg("-plugin")
-        .arg(ROLLGATE)
+        .arg(crate::support::rollgate_bin())
         .arg("-descriptor")
         .arg(grpc_support::descriptor_file())
         .arg("-calls")
@@ -229,7 +228,7 @@ fn plaintext_grpc_mode_by_flag() {
 }
 
 fn plugin() -> Command {
-    let mut cmd = Command::new(ROLLGATE);
+    let mut cmd = Command::new(crate::support::rollgate_bin());
     cmd.env("ARGO_ROLLOUTS_RPC_PLUGIN", "metricprovider")
         .env("PLUGIN_PROTOCOL_VERSIONS", "1")
         .env_remove("PLUGIN_CLIENT_CERT")

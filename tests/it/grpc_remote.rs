@@ -440,7 +440,7 @@ fn serve_grpc_listen_serves_the_api_with_the_token() {
         l.local_addr().unwrap()
     };
     let grpc_addr = free();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_rollgate"))
+    let mut child = Command::new(crate::support::rollgate_bin())
         .args(["serve", "--listen", "127.0.0.1:0", "--grpc-listen"])
         .arg(grpc_addr.to_string())
         .arg("--auth-token-file")

@@ -8,7 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn plugin() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rollgate"));
+    let mut cmd = Command::new(crate::support::rollgate_bin());
     cmd.env_remove("ARGO_ROLLOUTS_RPC_PLUGIN")
         .env_remove("PLUGIN_PROTOCOL_VERSIONS")
         .env_remove("PLUGIN_UNIX_SOCKET_DIR")

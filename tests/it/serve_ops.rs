@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use serve_common::{
-    client, error_rate_template, flagger_payload, path_str, post, template_dir, ServeProcess, BIN,
+    client, error_rate_template, flagger_payload, path_str, post, template_dir, ServeProcess,
 };
 use support::stub::{closed_port, Mode, Stub};
 
@@ -265,7 +265,7 @@ fn startup_problems_are_named_and_exit_1() {
         assert!(logs.join("\n").contains(needle), "{args:?}: {logs:?}");
     }
     // A missing value is a usage error from the argument parser (exit 2 is clap's).
-    let out = std::process::Command::new(BIN)
+    let out = std::process::Command::new(crate::support::rollgate_bin())
         .args(["serve", "--listen"])
         .output()
         .unwrap();
@@ -607,7 +607,7 @@ fn a_reload_interval_below_100ms_is_refused() {
         );
     }
     // Not a duration: the argument parser names the flag and the value.
-    let out = std::process::Command::new(BIN)
+    let out = std::process::Command::new(crate::support::rollgate_bin())
         .args(["serve", "--reload-interval", "often"])
         .output()
         .unwrap();

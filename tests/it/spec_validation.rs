@@ -316,7 +316,7 @@ fn template_counts_outside_argos_int32_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("t.yaml");
     std::fs::write(&file, TEMPLATE).unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rollgate"))
+    let out = std::process::Command::new(crate::support::rollgate_bin())
         .arg("dry-run")
         .arg("-f")
         .arg(&file)

@@ -12,8 +12,6 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-pub const BIN: &str = env!("CARGO_BIN_EXE_rollgate");
-
 /// How long the server may take to start.
 const START_TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -44,7 +42,7 @@ impl ServeProcess {
         args: &[&str],
         env: &[(&str, &str)],
     ) -> Result<ServeProcess, (Option<ExitStatus>, Vec<String>)> {
-        Self::try_start_bin(BIN, args, env)
+        Self::try_start_bin(crate::support::rollgate_bin(), args, env)
     }
 
     /// Like `try_start`, with another rollgate binary (a benchmark's baseline build).

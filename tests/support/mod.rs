@@ -16,11 +16,14 @@ pub mod scenarios;
 pub mod stub;
 pub mod vm;
 
-/// The rollgate binary a benchmark measures: `ROLLGATE_BENCH_BIN` when set (the shipped build,
-/// `target/pgo/rollgate` from `scripts/build-dist`, or any other), else the release build cargo
-/// made for the benchmark.
-pub fn bench_binary() -> String {
-    std::env::var("ROLLGATE_BENCH_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_rollgate").into())
+/// The rollgate binary the tests and benchmarks run: `ROLLGATE_BIN` when set (the shipped
+/// build, `target/pgo/rollgate` from `scripts/build-dist`, or any other), else the release build
+/// cargo made for them.
+pub fn rollgate_bin() -> &'static str {
+    static BIN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| {
+        std::env::var("ROLLGATE_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_rollgate").into())
+    })
 }
 
 /// The benches' runtime: two worker threads, as many as the development machine has cores.

@@ -7,8 +7,6 @@ use std::process::{Command, Output};
 use serde::Deserialize;
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_rollgate");
-
 /// The repository root (examples/, manifests/).
 pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -16,7 +14,7 @@ pub fn root() -> PathBuf {
 
 /// Runs `rollgate rules -f FILE ARGS...`.
 pub fn rules(file: &Path, args: &[&str]) -> Output {
-    Command::new(BIN)
+    Command::new(crate::support::rollgate_bin())
         .arg("rules")
         .arg("-f")
         .arg(file)

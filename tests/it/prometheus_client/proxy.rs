@@ -52,7 +52,7 @@ spec:
 
 /// `rollgate dry-run` of `file` with only `env` of the proxy variables set.
 fn dry_run(file: &Path, env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rollgate"));
+    let mut cmd = Command::new(crate::support::rollgate_bin());
     cmd.args(["dry-run", "-o", "json", "-f"]).arg(file);
     for name in PROXY_VARIABLES {
         cmd.env_remove(name);
