@@ -134,14 +134,10 @@ fn serve(bin: &str, prometheus: &str, log_level: &str) {
         .unwrap();
     runtime.block_on(async {
         let post = |path: &str, body: String| {
-            let request = client
-                .post(format!("{}{path}", server.url))
-                .header("Content-Type", "application/json")
-                .body(body);
+            let url = format!("{}{path}", server.url);
+            let client = &client;
             async move {
-                let resp = request.send().await.unwrap();
-                let status = resp.status().as_u16();
-                let text = resp.text().await.unwrap();
+                let (status, text, _) = serve_common::post(client, &url, body, false).await;
                 assert_eq!(status, 200, "{text}");
             }
         };

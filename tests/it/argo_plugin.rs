@@ -261,13 +261,13 @@ fn resume_and_terminate_of_a_waiting_measurement() {
 
 #[test]
 fn the_release_binary_is_static() {
-    let bytes = std::fs::read(crate::support::rollgate_bin()).unwrap();
+    let bytes = std::fs::read(plugin()).unwrap();
     // An ELF with a PT_INTERP segment needs a dynamic loader, which distroless/static lacks.
     let interp = b"/lib64/ld-linux-x86-64.so";
     assert!(
         !bytes.windows(interp.len()).any(|w| w == interp),
         "{} asks for a dynamic loader",
-        crate::support::rollgate_bin()
+        plugin().display()
     );
     assert_eq!(&bytes[..4], b"\x7fELF");
 }
