@@ -63,8 +63,38 @@ pub enum Expiry {
     /// The caller set the deadline and has gone: nothing is answered, not even a measurement
     /// finished a moment too late.
     CallerGone,
-    /// An Error measurement with this message.
-    Error(String),
+    /// An Error measurement saying which limit passed.
+    Error(Limit),
+}
+
+/// The limit an expired call's Error names. Written out only when it passes: every call has
+/// one and nearly none passes, so the message is not built for each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    /// A server's time to answer (`--deadline`), named by `bound`.
+    Answer {
+        /// The whole time to answer.
+        total: Duration,
+        /// How the limit is named in the message, e.g. `"deadline (--deadline)"`.
+        bound: &'static str,
+    },
+    /// The measurement budget of a call whose caller set no shorter deadline.
+    Budget(Duration),
+}
+
+impl Limit {
+    /// The Error measurement's message.
+    pub fn message(self) -> String {
+        match self {
+            Limit::Answer { total, bound } => format!(
+                "no verdict within the {total:?} {bound}: the Prometheus queries took too long"
+            ),
+            Limit::Budget(budget) => format!(
+                "no verdict within the measurement budget of {} s",
+                budget.as_secs()
+            ),
+        }
+    }
 }
 
 /// By when a call must be answered.
@@ -87,14 +117,12 @@ impl Deadline {
     /// An answer within `total` from now (a server's `--deadline`): the queries get most of
     /// it ([`engine_budget`]), the rest is for their Error to come back before the cut-off,
     /// which is an Error naming `bound` (e.g. `"deadline (--deadline)"`).
-    pub fn answer_within(total: Duration, bound: &str) -> Deadline {
+    pub fn answer_within(total: Duration, bound: &'static str) -> Deadline {
         let now = Instant::now();
         Deadline {
             queries_by: after(now, engine_budget(total)),
             cut_off_at: after(now, total),
-            on_expiry: Expiry::Error(format!(
-                "no verdict within the {total:?} {bound}: the Prometheus queries took too long"
-            )),
+            on_expiry: Expiry::Error(Limit::Answer { total, bound }),
         }
     }
 
@@ -113,10 +141,7 @@ impl Deadline {
             _ => Deadline {
                 queries_by: after(now, budget),
                 cut_off_at: after(now, budget.saturating_add(BUDGET_SLACK)),
-                on_expiry: Expiry::Error(format!(
-                    "no verdict within the measurement budget of {} s",
-                    budget.as_secs()
-                )),
+                on_expiry: Expiry::Error(Limit::Budget(budget)),
             },
         }
     }
@@ -226,7 +251,7 @@ impl Engine {
             Ok(m) => Ok(m),
             Err(_) => match call.deadline.on_expiry {
                 Expiry::CallerGone => Err(CallError::DeadlineExceeded),
-                Expiry::Error(message) => Ok(Measurement::error(message, started_at)),
+                Expiry::Error(limit) => Ok(Measurement::error(limit.message(), started_at)),
             },
         }
     }
@@ -257,15 +282,16 @@ mod tests {
         for caller in [None, Some(Duration::from_secs(60))] {
             let d = Deadline::for_call(caller, budget);
             assert_eq!(d.cut_off_at - d.queries_by, BUDGET_SLACK);
-            assert_eq!(
-                d.on_expiry,
-                Expiry::Error("no verdict within the measurement budget of 30 s".into())
+            assert!(
+                matches!(&d.on_expiry, Expiry::Error(l) if l.message() == "no verdict within the measurement budget of 30 s"),
+                "{:?}",
+                d.on_expiry
             );
         }
         let d = Deadline::answer_within(Duration::from_secs(2), "deadline (--deadline)");
         assert_eq!(d.cut_off_at - d.queries_by, Duration::from_millis(200));
         assert!(
-            matches!(&d.on_expiry, Expiry::Error(m) if m == "no verdict within the 2s deadline (--deadline): the Prometheus queries took too long"),
+            matches!(&d.on_expiry, Expiry::Error(l) if l.message() == "no verdict within the 2s deadline (--deadline): the Prometheus queries took too long"),
             "{:?}",
             d.on_expiry
         );

@@ -49,7 +49,7 @@ use crate::measurement::{Measurement, Phase};
 use crate::prometheus::{Backend, PrometheusConfig, PrometheusError, QueryRequest, QueryResponse};
 use crate::spec::{Metric, MetricKind, NoDataPolicy, OnInsufficient, Provider};
 
-pub use call::{Call, CallError, Deadline, Expiry, Position, Trust};
+pub use call::{Call, CallError, Deadline, Expiry, Limit, Position, Trust};
 pub use fleet::{FleetPlan, RulePlacement};
 
 /// The environment variable that names a Prometheus address when a spec gives none.

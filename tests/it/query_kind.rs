@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, TimeZone, Utc};
 use rollgate::engine::{
-    AddressPolicy, Call, CallError, Deadline, Engine, EvalOptions, Expiry, Position, Trust,
+    AddressPolicy, Call, CallError, Deadline, Engine, EvalOptions, Expiry, Limit, Position, Trust,
 };
 use rollgate::measurement::{Measurement, Phase};
 use rollgate::prometheus::{Backend, Client};
@@ -490,14 +490,17 @@ async fn past_its_deadline_a_call_is_an_error_or_no_answer() {
     let out = engine()
         .call(call(
             &m,
-            cut_off(Expiry::Error("no verdict in time".into())),
+            cut_off(Expiry::Error(Limit::Budget(Duration::from_secs(7)))),
             Trust::Operator,
         ))
         .await
         .unwrap();
     assert_eq!(
         (out.phase, out.message.as_str()),
-        (Phase::Error, "no verdict in time")
+        (
+            Phase::Error,
+            "no verdict within the measurement budget of 7 s"
+        )
     );
     assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
     let e = engine()
