@@ -890,21 +890,32 @@ fn overhead_runs() -> usize {
     }
 }
 
+/// One process's (or pair's) median in each run, matched by size and name to `first`.
+fn per_run(runs: &[Vec<OwnShare>], first: &OwnShare) -> Vec<f64> {
+    runs.iter()
+        .filter_map(|run| {
+            run.iter()
+                .find(|o| o.series == first.series && o.name == first.name)
+                .map(|o| o.median)
+        })
+        .collect()
+}
+
+/// This build's largest own share over the sizes, each size's the median of the runs'.
+fn largest_own_share(runs: &[Vec<OwnShare>]) -> f64 {
+    runs[0]
+        .iter()
+        .filter(|o| o.name == "this build")
+        .map(|o| median(per_run(runs, o)))
+        .fold(f64::MIN, f64::max)
+}
+
 /// Across runs: each process's median own share per run (and each pair's difference), their
-/// median, and in how many runs a process met the target. Returns this build's largest
-/// median-of-runs own share over the sizes.
-fn summarize_runs(runs: &[Vec<OwnShare>]) -> f64 {
+/// median, and in how many runs a process met the target.
+fn summarize_runs(runs: &[Vec<OwnShare>]) {
     println!("  series per query | process, or difference per round | median own share of each run | median of the runs | runs <= {TARGET_OWN_SHARE_MS} ms");
-    let mut largest = f64::MIN;
     for first in &runs[0] {
-        let shares: Vec<f64> = runs
-            .iter()
-            .filter_map(|run| {
-                run.iter()
-                    .find(|o| o.series == first.series && o.name == first.name)
-                    .map(|o| o.median)
-            })
-            .collect();
+        let shares = per_run(runs, first);
         let listed: Vec<String> = shares.iter().map(|v| format!("{v:+.3}")).collect();
         let met = if first.is_difference {
             String::new()
@@ -912,18 +923,14 @@ fn summarize_runs(runs: &[Vec<OwnShare>]) -> f64 {
             let met = shares.iter().filter(|v| **v <= TARGET_OWN_SHARE_MS).count();
             format!("{met} of {}", shares.len())
         };
-        let mid = median(shares);
-        if first.name == "this build" {
-            largest = largest.max(mid);
-        }
         println!(
-            "  {:>16} | {} | {} | {mid:+.3} ms | {met}",
+            "  {:>16} | {} | {} | {:+.3} ms | {met}",
             first.series,
             first.name,
-            listed.join(" ")
+            listed.join(" "),
+            median(shares)
         );
     }
-    largest
 }
 
 /// Issue 14's target for the own share of a check (ms).
@@ -1024,16 +1031,11 @@ fn main() {
             println!("serve_load: {ROUNDS} rounds against the real Prometheus, every process in each (run {run} of {runs})");
             results.push(overhead(&binaries));
         }
-        let share = if runs > 1 {
+        if runs > 1 {
             println!("serve_load: the {runs} runs of the overhead part");
-            summarize_runs(&results)
-        } else {
-            results[0]
-                .iter()
-                .filter(|o| o.name == "this build")
-                .map(|o| o.median)
-                .fold(f64::MIN, f64::max)
-        };
+            summarize_runs(&results);
+        }
+        let share = largest_own_share(&results);
         println!(
             "  this build: largest median own share {share:+.3} ms (target <= {TARGET_OWN_SHARE_MS} ms)"
         );
