@@ -10,10 +10,18 @@
 //! plugin over net/rpc and over gRPC (`grpchost load`, as the controller calls it), and the CLI
 //! (`dry-run` of every shipped example, `backtest`). Each process is stopped the way production
 //! stops it (SIGTERM, the host's shutdown, its own exit), because the profile is written at
-//! exit; each step checks that its processes wrote one.
+//! exit.
 //!
-//! `PGO_TRAINING_BIN=<instrumented rollgate> LLVM_PROFILE_FILE=<dir>/%p.profraw cargo bench
-//! --bench pgo_training`; skipped without `PGO_TRAINING_BIN`.
+//! The same run trains both instrumentations of the build: LLVM's (`-Cprofile-generate`), then
+//! BOLT's of the optimised binary. Each rollgate process is started in a working directory of
+//! its own under `PGO_TRAINING_DIR`, and names its profile relative to it
+//! (`LLVM_PROFILE_FILE=rollgate-%p.profraw`; BOLT's `-instrumentation-file=rollgate.fdata`),
+//! because BOLT's runtime cannot add the process id to the name of a static binary's profile
+//! and would have every process overwrite one file. Each step checks that every process
+//! it started wrote a profile there.
+//!
+//! `PGO_TRAINING_BIN=<instrumented rollgate> PGO_TRAINING_DIR=<dir> cargo bench --bench
+//! pgo_training`; skipped without `PGO_TRAINING_BIN`.
 
 // Test code may unwrap, panic and cast; its helpers are `pub` for the modules sharing them.
 #![allow(
@@ -33,6 +41,7 @@ mod serve_common;
 #[path = "../tests/support/mod.rs"]
 mod support;
 
+use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -58,54 +67,112 @@ fn main() {
         println!("pgo_training: skipped (PGO_TRAINING_BIN unset; scripts/build-dist sets it)");
         return;
     };
-    let profiles = profile_dir();
+    let mut training = Training::new();
     let prom = support::prom::shared();
-    step(&profiles, "serve, access log off", || {
-        serve(&bin, &prom.url, "warn,rollgate::serve::access=warn");
+    training.step("serve, access log off", |t| {
+        serve(t, &bin, &prom.url, "warn,rollgate::serve::access=warn");
     });
-    step(&profiles, "serve, access log on", || {
-        serve(&bin, &prom.url, "info");
+    training.step("serve, access log on", |t| {
+        serve(t, &bin, &prom.url, "info")
     });
     for protocol in ["netrpc", "grpc"] {
-        step(&profiles, &format!("plugin over {protocol}"), || {
-            plugin(&bin, protocol, &prom.url);
+        training.step(&format!("plugin over {protocol}"), |t| {
+            plugin(t, &bin, protocol, &prom.url);
         });
     }
-    step(&profiles, "dry-run and backtest of the examples", || {
-        cli(&bin)
-    });
+    training.step("dry-run and backtest of the examples", |t| cli(t, &bin));
 }
 
-/// The directory `LLVM_PROFILE_FILE` names (where the instrumented processes write).
-fn profile_dir() -> PathBuf {
-    let pattern = std::env::var("LLVM_PROFILE_FILE")
-        .expect("LLVM_PROFILE_FILE must name where the instrumented processes write");
-    Path::new(&pattern)
-        .parent()
-        .expect("LLVM_PROFILE_FILE names a file in a directory")
-        .to_path_buf()
+/// Where the training's processes run: one working directory each, under `PGO_TRAINING_DIR`.
+struct Training {
+    dir: PathBuf,
+    /// The working directories made so far.
+    processes: Vec<PathBuf>,
+    /// `PGO_TRAINING_BOLT` is set: the binary is BOLT's instrumentation, whose profile writer
+    /// outlives each process (see `plugin_command`).
+    bolt: bool,
 }
 
-/// Runs one part of the training; fails unless its processes wrote at least one new profile.
-fn step(profiles: &Path, name: &str, work: impl FnOnce()) {
-    let count = || std::fs::read_dir(profiles).map_or(0, |d| d.count());
-    let (before, started) = (count(), Instant::now());
-    work();
-    let written = count() - before;
-    assert!(
-        written > 0,
-        "{name}: no profile was written to {} (did a process not exit cleanly?)",
-        profiles.display()
-    );
-    println!(
-        "pgo_training: {name}: {written} profile(s) in {:.1} s",
-        started.elapsed().as_secs_f64()
-    );
+impl Training {
+    fn new() -> Training {
+        let dir = PathBuf::from(
+            std::env::var("PGO_TRAINING_DIR")
+                .expect("PGO_TRAINING_DIR must name where the processes write their profiles"),
+        );
+        std::fs::create_dir_all(&dir).unwrap();
+        Training {
+            dir,
+            processes: Vec::new(),
+            bolt: std::env::var_os("PGO_TRAINING_BOLT").is_some(),
+        }
+    }
+
+    /// What the go-plugin host is to start as the plugin. BOLT's profile writer is a fork of
+    /// the process, so it holds the plugin's stdout and stderr until the plugin has been
+    /// reaped, and go-plugin reaps only once both are closed (seen: the host hung with the
+    /// plugin a zombie). A BOLT-instrumented plugin is therefore started behind a shell that
+    /// relays its output through `cat` and reaps it: the writer sees its process gone, writes
+    /// and exits, and only then do the host's pipes close.
+    fn plugin_command(&self, bin: &str) -> String {
+        if !self.bolt {
+            return bin.to_string();
+        }
+        assert!(!bin.contains('\''), "{bin}: a path with a quote");
+        let relay = self.dir.join("relay-plugin");
+        std::fs::write(
+            &relay,
+            format!("#!/bin/bash\n'{bin}' \"$@\" > >(exec cat) 2> >(exec cat >&2)\n"),
+        )
+        .unwrap();
+        std::fs::set_permissions(&relay, std::fs::Permissions::from_mode(0o755)).unwrap();
+        relay.to_str().unwrap().to_string()
+    }
+
+    /// Makes a fresh working directory the current one, so that the next process started
+    /// (directly or by a host) inherits it. The harness's own paths are all absolute.
+    fn next_process(&mut self) {
+        let dir = self.dir.join(self.processes.len().to_string());
+        std::fs::create_dir_all(&dir).unwrap();
+        std::env::set_current_dir(&dir).unwrap();
+        self.processes.push(dir);
+    }
+
+    /// Runs one part of the training; fails unless every process it started wrote a profile
+    /// within `EXIT_LIMIT` of the part's end (BOLT's runtime writes up to a second after its
+    /// process exits).
+    fn step(&mut self, name: &str, work: impl FnOnce(&mut Training)) {
+        let (first, started) = (self.processes.len(), Instant::now());
+        work(self);
+        let mut silent: Vec<&PathBuf> = self.processes[first..].iter().collect();
+        let deadline = Instant::now() + EXIT_LIMIT;
+        while !silent.is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(100));
+            silent.retain(|dir| !wrote_profile(dir));
+        }
+        assert!(
+            silent.is_empty(),
+            "{name}: no profile was written in {silent:?} (did a process not exit cleanly?)"
+        );
+        println!(
+            "pgo_training: {name}: {} process(es) in {:.1} s",
+            self.processes.len() - first,
+            started.elapsed().as_secs_f64()
+        );
+    }
+}
+
+/// Whether a process wrote its profile in `dir` (both instrumentations name it `rollgate…`).
+fn wrote_profile(dir: &Path) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|entries| {
+        entries
+            .filter_map(Result::ok)
+            .any(|e| e.file_name().to_string_lossy().starts_with("rollgate"))
+    })
 }
 
 /// `rollgate serve` with the error-rate and compare templates: Flagger checks, web-provider
 /// measurements and `/metrics`, then SIGTERM.
-fn serve(bin: &str, prometheus: &str, log_level: &str) {
+fn serve(training: &mut Training, bin: &str, prometheus: &str, log_level: &str) {
     let dir = template_dir(&[
         (
             "error-rate.yaml",
@@ -113,6 +180,7 @@ fn serve(bin: &str, prometheus: &str, log_level: &str) {
         ),
         ("compare.yaml", compare_template()),
     ]);
+    training.next_process();
     let mut server = ServeProcess::try_start_bin(
         bin,
         &[
@@ -177,7 +245,7 @@ fn serve(bin: &str, prometheus: &str, log_level: &str) {
 
 /// The Argo plugin started and called by `grpchost load` over `protocol`: guard and query on
 /// the healthy service, every call Successful.
-fn plugin(bin: &str, protocol: &str, prometheus: &str) {
+fn plugin(training: &mut Training, bin: &str, protocol: &str, prometheus: &str) {
     let spec = json!({
         "prometheus": {"address": "{{address}}"},
         "query": HEALTHY.ratio_query("5m"),
@@ -185,8 +253,11 @@ fn plugin(bin: &str, protocol: &str, prometheus: &str) {
         "noData": "inconclusive",
     })
     .to_string();
+    // The host starts one plugin process, in the host's working directory.
+    training.next_process();
+    let plugin = training.plugin_command(bin);
     let mut cmd = Command::new(grpc_support::grpchost());
-    cmd.args(["load", "-plugin", bin, "-descriptor"])
+    cmd.args(["load", "-plugin", &plugin, "-descriptor"])
         .arg(grpc_support::descriptor_file())
         .args(["-protocol", protocol, "-concurrency", "16", "-warmup", "0"])
         .args(["-calls", &PLUGIN_CALLS.to_string(), "-spec", &spec])
@@ -205,7 +276,7 @@ fn plugin(bin: &str, protocol: &str, prometheus: &str) {
 }
 
 /// `dry-run` of every shipped example on its replay, and the documented `backtest`.
-fn cli(bin: &str) {
+fn cli(training: &mut Training, bin: &str) {
     let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
     let file = |name: &str| examples.join(name).to_str().unwrap().to_string();
     let mut runs: Vec<Vec<String>> = [
@@ -245,13 +316,22 @@ fn cli(bin: &str) {
         .to_vec(),
     );
     for args in runs {
-        let out = Command::new(bin).args(&args).output().unwrap();
+        training.next_process();
+        // Output to files, not pipes: a pipe read to its end before the process is reaped
+        // would wait for BOLT's profile writer, which waits for the reaping (see
+        // `Training::plugin_command`).
+        let output = |name: &str| std::fs::File::create(name).unwrap();
+        let status = Command::new(bin)
+            .args(&args)
+            .stdout(output("stdout"))
+            .stderr(output("stderr"))
+            .status()
+            .unwrap();
         // 0, 1 and 2 are verdicts (Successful, Failed, Inconclusive); anything else is a fault.
         assert!(
-            out.status.code().is_some_and(|c| c <= 2),
-            "rollgate {args:?}: {:?}\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
+            status.code().is_some_and(|c| c <= 2),
+            "rollgate {args:?}: {status:?}\n{}",
+            std::fs::read_to_string("stderr").unwrap_or_default()
         );
     }
 }
