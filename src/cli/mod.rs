@@ -36,7 +36,8 @@ pub(crate) mod exit {
 #[derive(Debug, Parser)]
 #[command(
     name = "rollgate",
-    version,
+    // The commit too (build.rs): two builds that print the same line are the same source.
+    version = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("ROLLGATE_COMMIT"), ")"),
     about,
     long_about = None,
     arg_required_else_help = true,
