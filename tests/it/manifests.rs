@@ -84,15 +84,8 @@ fn every_template_validates_with_placeholder_args() {
     assert!(templates >= 3, "found {templates} templates");
 }
 
-#[test]
-fn the_plugin_configmap_entry_is_what_the_controller_accepts() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("manifests/argo-rollouts/argo-rollouts-config.yaml");
-    let cm = &documents(&path)[0];
-    let list: Vec<Value> =
-        serde_yaml_ng::from_str(cm["data"]["metricProviderPlugins"].as_str().unwrap()).unwrap();
-    assert_eq!(list.len(), 1);
-    let entry = &list[0];
+/// Checks one `metricProviderPlugins` entry as the controller would load it; returns its location.
+fn check_plugin_entry(entry: &Value, what: &str) -> String {
     let name = entry["name"].as_str().unwrap();
     let (ns, n) = name.split_once('/').unwrap();
     let ok = |s: &str, extra: &str| {
@@ -102,15 +95,36 @@ fn the_plugin_configmap_entry_is_what_the_controller_accepts() {
     };
     assert!(
         ok(ns, "-") && ok(n, "_.-"),
-        "{name} must match ^[a-zA-Z0-9-]+/[a-zA-Z0-9_.-]+$"
-    );
-    let sha = entry["sha256"].as_str().unwrap();
-    assert!(
-        sha.len() == 64 && sha.chars().all(|c| c.is_ascii_hexdigit()),
-        "{sha}"
+        "{what}: {name} must match ^[a-zA-Z0-9-]+/[a-zA-Z0-9_.-]+$"
     );
     let location = entry["location"].as_str().unwrap();
-    assert!(location.starts_with("https://") || location.starts_with("file://"));
+    match entry.get("sha256") {
+        // The controller checks it for http(s) locations only, and then it must be the real one:
+        // a placeholder would stop the controller at start-up.
+        Some(sha) => {
+            let sha = sha.as_str().unwrap();
+            assert!(
+                location.starts_with("https://"),
+                "{what}: sha256 beside {location}"
+            );
+            assert!(
+                sha.len() == 64
+                    && sha.chars().all(|c| c.is_ascii_hexdigit())
+                    && sha.chars().any(|c| c != '0'),
+                "{what}: {sha}"
+            );
+        }
+        // A file the controller copies: never the path it copies to, plugin-bin/<ns>/<name>.
+        None => {
+            let path = location.strip_prefix("file://").unwrap_or_else(|| {
+                panic!("{what}: {location}: an https location needs its sha256")
+            });
+            assert!(
+                !path.ends_with(&format!("/plugin-bin/{name}")),
+                "{what}: {path} is where the controller installs the plugin"
+            );
+        }
+    }
     let args: Vec<&str> = entry["args"]
         .as_array()
         .unwrap()
@@ -122,4 +136,94 @@ fn the_plugin_configmap_entry_is_what_the_controller_accepts() {
             .unwrap();
     assert_eq!(parsed.log_level, "info");
     assert!(parsed.prometheus.is_some());
+    location.to_string()
+}
+
+fn manifest(path: &str) -> Vec<Value> {
+    documents(&Path::new(env!("CARGO_MANIFEST_DIR")).join(path))
+}
+
+/// The image tag `scripts/release` gives the image of this version.
+fn release_image() -> String {
+    format!("ghcr.io/rollgate/rollgate:v{}", env!("CARGO_PKG_VERSION"))
+}
+
+#[test]
+fn the_plugin_configmap_entry_is_what_the_controller_accepts() {
+    let cm = &manifest("manifests/argo-rollouts/argo-rollouts-config.yaml")[0];
+    let list: Vec<Value> =
+        serde_yaml_ng::from_str(cm["data"]["metricProviderPlugins"].as_str().unwrap()).unwrap();
+    assert_eq!(list.len(), 1);
+    check_plugin_entry(&list[0], "argo-rollouts-config.yaml");
+}
+
+#[test]
+fn the_helm_values_copy_the_plugin_where_the_configmap_loads_it_from() {
+    let values = &manifest("manifests/argo-rollouts/helm-values.yaml")[0]["controller"];
+    let plugins = values["metricProviderPlugins"].as_array().unwrap();
+    assert_eq!(plugins.len(), 1);
+    let location = check_plugin_entry(&plugins[0], "helm-values.yaml");
+    // The chart renders the list into the same ConfigMap key.
+    let cm = &manifest("manifests/argo-rollouts/argo-rollouts-config.yaml")[0];
+    let list: Vec<Value> =
+        serde_yaml_ng::from_str(cm["data"]["metricProviderPlugins"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        list[0], plugins[0],
+        "helm-values.yaml and argo-rollouts-config.yaml differ"
+    );
+
+    let inits = values["initContainers"].as_array().unwrap();
+    assert_eq!(inits.len(), 1);
+    let init = &inits[0];
+    assert_eq!(init["image"], release_image().as_str());
+    let command: Vec<&str> = init["command"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    // The image has the binary at /rollgate and a `cp` (Containerfile), nothing else.
+    assert_eq!(command[..2], ["/bin/cp", "/rollgate"], "{command:?}");
+    assert_eq!(command.len(), 3, "{command:?}");
+    assert_eq!(
+        Some(command[2]),
+        location.strip_prefix("file://"),
+        "the init container copies to another file than the controller loads"
+    );
+    // Into the chart's plugin-bin volume, mounted where the controller has it.
+    let mount = &init["volumeMounts"].as_array().unwrap()[0];
+    assert_eq!(mount["name"], "plugin-bin");
+    assert_eq!(mount["mountPath"], "/home/argo-rollouts/plugin-bin");
+    assert!(command[2].starts_with("/home/argo-rollouts/plugin-bin/"));
+}
+
+#[test]
+fn the_manifests_name_the_image_the_release_builds() {
+    // scripts/release tags its image with the package version; a manifest naming another tag
+    // would pull an image no release made.
+    let mut images = Vec::new();
+    for path in yaml_files("manifests") {
+        let text = std::fs::read_to_string(&path).unwrap();
+        for line in text.lines() {
+            if let Some(image) = line.trim().strip_prefix("image:") {
+                let image = image.trim().trim_matches('"');
+                // The example Rollout's application image is not rollgate's.
+                if image.contains("rollgate") {
+                    images.push((path.clone(), image.to_string()));
+                }
+            }
+        }
+    }
+    assert!(images.len() >= 2, "{images:?}");
+    for (path, image) in images {
+        assert_eq!(image, release_image(), "{}", path.display());
+    }
+    let containerfile =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("Containerfile"))
+            .unwrap();
+    assert!(containerfile.contains("USER 999:999"), "{containerfile}");
+    assert!(
+        containerfile.contains(r#"ENTRYPOINT ["/rollgate"]"#),
+        "{containerfile}"
+    );
 }
