@@ -38,7 +38,7 @@
 //! `cargo bench --bench serve_load [throughput|metrics|overhead|instructions|syscalls]` runs one part. With
 //! `SERVE_LOAD_BASELINE=/path/to/an/older/rollgate`, every part also runs that binary, in the
 //! same run, so before and after are measured on the same machine under the same load.
-//! `ROLLGATE_BIN=target/pgo/rollgate` measures the shipped build (`scripts/build-dist`)
+//! `ROLLGATE_BIN=dist/rollgate-linux-amd64` measures the shipped build (`scripts/release`)
 //! instead of the release build `cargo bench` makes.
 //!
 //! Targets (issue 14): rollgate's own share of a check, serve − the queries alone − the bare
@@ -974,13 +974,13 @@ fn main() {
         .filter(|a| !a.starts_with("--"))
         .collect();
     let wanted = |part: &str| only.is_empty() || only.iter().any(|a| a == part);
-    // `cargo bench` builds the release profile; the shipped binary is scripts/build-dist's
-    // (`--profile dist`, profile-guided), which ROLLGATE_BIN can name instead.
+    // `cargo bench` builds the release profile; the shipped binary is `--profile dist`
+    // (scripts/release), which ROLLGATE_BIN can name instead.
     let this_build = support::rollgate_bin().to_string();
     println!("serve_load: this build is {this_build}");
     if std::env::var_os("ROLLGATE_BIN").is_none() {
         println!(
-            "  (the release build; the shipped one is scripts/build-dist's: ROLLGATE_BIN=target/pgo/rollgate)"
+            "  (the release build; the shipped one is scripts/release's: ROLLGATE_BIN=dist/rollgate-linux-amd64)"
         );
     }
     let mut binaries = vec![("this build", this_build)];

@@ -17,7 +17,7 @@ pub mod stub;
 pub mod vm;
 
 /// The rollgate binary the tests and benchmarks run: `ROLLGATE_BIN` when set (the shipped
-/// build, `target/pgo/rollgate` from `scripts/build-dist`, or any other), else the release build
+/// build, `dist/rollgate-linux-amd64` from `scripts/release`, or any other), else the release build
 /// cargo made for them.
 pub fn rollgate_bin() -> &'static str {
     static BIN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
