@@ -649,6 +649,13 @@ pub(crate) fn apply<'a>(
                     "can only sort an array of numbers or of strings",
                 ));
             }
+            // expr's copyArray (`builtin/sort.go`) wants one element type: ints and floats
+            // together are an error.
+            if let Some(first) = a.first() {
+                if a.iter().any(|v| v.type_name() != first.type_name()) {
+                    return Err(invalid(f, "cannot sort array of different types"));
+                }
+            }
             let mut out = a.to_vec();
             out.sort_by(|x, y| match (x, y) {
                 (Value::String(p), Value::String(q)) => p.cmp(q),

@@ -351,7 +351,10 @@ fn translate(pattern: &str) -> Result<String, String> {
                 Some((min, max, after)) => {
                     let before = t;
                     let text = &before[..before.len() - after.len()];
-                    if min < 0 || min > MAX_REPEAT || max > MAX_REPEAT || (max >= 0 && min > max) {
+                    if !(0..=MAX_REPEAT).contains(&min)
+                        || max > MAX_REPEAT
+                        || (max >= 0 && min > max)
+                    {
                         return Err(go_error("invalid repeat count", text));
                     }
                     let mut after = after;
@@ -482,7 +485,7 @@ fn perl_flags<'p>(s: &'p str, out: &mut String) -> Result<(&'p str, bool), Strin
                 saw_flag = false;
                 continue;
             }
-            ':' | ')' if !(negative && !saw_flag) => {
+            ':' | ')' if !negative || saw_flag => {
                 let mut on = String::new();
                 let mut off = String::new();
                 for (letter, v) in ['i', 'm', 's', 'U'].iter().zip(state) {
