@@ -624,6 +624,10 @@ impl Checker<'_> {
                 )?;
                 Ok(Ty::String)
             }
+            F::Repeat => {
+                typed(name, &types, &[Ty::String, Ty::Int])?;
+                Ok(Ty::String)
+            }
             F::IndexOf | F::LastIndexOf => {
                 typed(name, &types, &[Ty::String, Ty::String])?;
                 Ok(Ty::Int)

@@ -212,11 +212,12 @@ fn eval<'a>(node: &'a Node, cx: &Ctx<'a>) -> Eval<'a> {
 
 /// The Go slice type an array value has at run time, from the node that made it: Argo's
 /// `result` is a `[]float64`, literals, `filter` and `map` build `[]interface {}`, `..` a
-/// `[]int`. `reflect.DeepEqual` never equates slices of different types.
+/// `[]int`, `split` a `[]string`. `reflect.DeepEqual` never equates slices of different types.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum SliceType {
     Floats,
     Anys,
+    Strings,
     Ints,
     Unknown,
 }
@@ -231,6 +232,8 @@ fn slice_type(node: &Node) -> SliceType {
         }
         Node::Call(Function::Take, args) => args.first().map_or(SliceType::Unknown, slice_type),
         Node::Binary(BinaryOp::Range, _, _) => SliceType::Ints,
+        // strings.Split gives a []string.
+        Node::Call(Function::Split, _) => SliceType::Strings,
         _ => SliceType::Unknown,
     }
 }
@@ -396,7 +399,9 @@ fn map_literal<'a>(pairs: &'a [(Node, Node)], cx: &Ctx<'a>) -> Eval<'a> {
                 )))
             }
         };
-        map.insert(key, cx.budget.own(eval(v, cx)?)?);
+        let value = cx.budget.own(eval(v, cx)?)?;
+        // expr's OpMap pops the pairs last to first, so a repeated key keeps its first value.
+        map.entry(key).or_insert(value);
     }
     Ok(Cow::Owned(Value::Map(map)))
 }

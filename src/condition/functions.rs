@@ -55,6 +55,7 @@ pub(crate) enum Function {
     TrimPrefix,
     TrimSuffix,
     Replace,
+    Repeat,
     IndexOf,
     LastIndexOf,
     HasPrefix,
@@ -119,6 +120,7 @@ const NAMES: &[(&str, Function)] = &[
     ("trimPrefix", Function::TrimPrefix),
     ("trimSuffix", Function::TrimSuffix),
     ("replace", Function::Replace),
+    ("repeat", Function::Repeat),
     ("indexOf", Function::IndexOf),
     ("lastIndexOf", Function::LastIndexOf),
     ("hasPrefix", Function::HasPrefix),
@@ -149,7 +151,6 @@ const UNSUPPORTED: &[&str] = &[
     "uniq",
     "flatten",
     "splitAfter",
-    "repeat",
     "bitand",
     "bitor",
     "bitxor",
@@ -208,7 +209,8 @@ impl Function {
             Concat => (1, usize::MAX, "at least 1"),
             Trim | TrimPrefix | TrimSuffix | Join | Sort => (1, 2, "1 or 2"),
             Split => (2, 3, "2 or 3"),
-            Replace => (3, 3, "3"),
+            Replace => (3, 4, "3 or 4"),
+            Repeat => (2, 2, "2"),
             Get | Take | IndexOf | LastIndexOf | HasPrefix | HasSuffix | Default => (2, 2, "2"),
             Count | Sum => (1, 2, "1 or 2"),
             All | Any | None | One | Filter | Map | Find | FindIndex | FindLast | FindLastIndex => {
@@ -352,6 +354,87 @@ fn go_split(s: &str, sep: &str, n: i64) -> Vec<Value> {
         return parts;
     }
     s.splitn(limit, sep).map(Value::from).collect()
+}
+
+/// A result as Argo's Prometheus provider makes it: a float64, a []float64, or nothing.
+fn prometheus_shaped(result: &Value) -> bool {
+    match result {
+        Value::Nil | Value::Float(_) => true,
+        Value::Array(items) => items.iter().all(|v| matches!(v, Value::Float(_))),
+        _ => false,
+    }
+}
+
+/// Go's strings.Replace: the first `n` non-overlapping `old` (all when `n < 0`); an empty
+/// `old` matches before every character and at the end.
+fn go_replace(s: &str, old: &str, new: &str, n: i64) -> String {
+    let limit = usize::try_from(n).unwrap_or(usize::MAX);
+    if limit == 0 || (s.is_empty() && !old.is_empty()) {
+        return s.to_owned();
+    }
+    if !old.is_empty() {
+        return s.replacen(old, new, limit);
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut done = 0;
+    for c in s.chars() {
+        if done < limit {
+            out.push_str(new);
+            done += 1;
+        }
+        out.push(c);
+    }
+    if done < limit {
+        out.push_str(new);
+    }
+    out
+}
+
+/// Go's strings.ToUpper: `unicode.ToUpper` on each character, Unicode's simple case mapping
+/// (`ß` and `ﬀ` stay, `ᾳ` becomes `ᾼ`). Rust's `to_uppercase` is the full mapping; where that
+/// gives several characters, the simple mapping is the titlecase-to-uppercase table below
+/// or the character itself.
+fn go_upper(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            let mut up = c.to_uppercase();
+            match (up.next(), up.next()) {
+                (Some(u), None) => u,
+                _ => simple_upper_of_multi(c),
+            }
+        })
+        .collect()
+}
+
+/// The simple uppercase of the characters whose full uppercase is several characters
+/// (UnicodeData.txt field 12 for SpecialCasing.txt's unconditional entries).
+fn simple_upper_of_multi(c: char) -> char {
+    let u = u32::from(c);
+    let mapped = match u {
+        // ᾀ-ᾇ, ᾐ-ᾗ, ᾠ-ᾧ: to ᾈ-ᾏ, ᾘ-ᾟ, ᾨ-ᾯ.
+        0x1F80..=0x1F87 | 0x1F90..=0x1F97 | 0x1FA0..=0x1FA7 => u + 8,
+        0x1FB3 => 0x1FBC,
+        0x1FC3 => 0x1FCC,
+        0x1FF3 => 0x1FFC,
+        _ => u,
+    };
+    char::from_u32(mapped).unwrap_or(c)
+}
+
+/// Go's strings.ToLower: `unicode.ToLower` on each character (simple mapping: `İ` becomes
+/// `i`, and `Σ` is always `σ`, never the final `ς`).
+fn go_lower(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            let mut low = c.to_lowercase();
+            match (low.next(), low.next()) {
+                (Some(l), None) => l,
+                // Only U+0130 has a longer full lowercase; its simple one is `i`.
+                _ if c == '\u{130}' => 'i',
+                _ => c,
+            }
+        })
+        .collect()
 }
 
 /// Trims like Go's strings.Trim: every char of `cutset` from both ends.
@@ -566,6 +649,13 @@ pub(crate) fn apply<'a>(
                     "can only sort an array of numbers or of strings",
                 ));
             }
+            // expr's copyArray (`builtin/sort.go`) wants one element type: ints and floats
+            // together are an error.
+            if let Some(first) = a.first() {
+                if a.iter().any(|v| v.type_name() != first.type_name()) {
+                    return Err(invalid(f, "cannot sort array of different types"));
+                }
+            }
             let mut out = a.to_vec();
             out.sort_by(|x, y| match (x, y) {
                 (Value::String(p), Value::String(q)) => p.cmp(q),
@@ -611,9 +701,9 @@ pub(crate) fn apply<'a>(
             let s = string_arg(f, a0)?;
             budget.charge_string(s.len())?;
             owned(Value::String(if f == F::Upper {
-                s.to_uppercase()
+                go_upper(s)
             } else {
-                s.to_lowercase()
+                go_lower(s)
             }))
         }
         F::Trim => {
@@ -641,13 +731,32 @@ pub(crate) fn apply<'a>(
             let s = string_arg(f, a0)?;
             let old = string_arg(f, arg(1))?;
             let new = string_arg(f, arg(2))?;
+            let n = match args.get(3) {
+                Some(n) => int_arg(f, n)?,
+                None => -1,
+            };
             let hits = if old.is_empty() {
                 s.chars().count() + 1
             } else {
                 s.matches(old).count()
             };
             budget.charge_string(s.len().saturating_add(hits.saturating_mul(new.len())))?;
-            owned(Value::String(s.replace(old, new)))
+            owned(Value::String(go_replace(s, old, new, n)))
+        }
+        // strings.Repeat behind expr's guard (`builtin.go`: a count over 1e6 panics with
+        // "memory budget exceeded"); a negative count panics in Go.
+        F::Repeat => {
+            let s = string_arg(f, a0)?;
+            let n = int_arg(f, arg(1))?;
+            if n < 0 {
+                return Err(invalid(f, "negative Repeat count"));
+            }
+            if n > 1_000_000 {
+                return Err(invalid(f, "memory budget exceeded"));
+            }
+            let n = usize::try_from(n).unwrap_or(usize::MAX);
+            budget.charge_string(s.len().saturating_mul(n))?;
+            owned(Value::String(s.repeat(n)))
         }
         F::IndexOf | F::LastIndexOf => {
             let s = string_arg(f, a0)?;
@@ -675,8 +784,15 @@ pub(crate) fn apply<'a>(
                 x.is_infinite()
             })),
             // Argo's isNaN takes a float64. An int-typed expression is refused by the type
-            // check (Go's call would fail); an int here comes from JSON data, which Argo
-            // decodes as float64, and is never NaN or infinite.
+            // check; an int that only shows at run time (`sum([])`, `#` over `[1, 2]`,
+            // `first([1])`) fails Go's call ("interface conversion: interface {} is int, not
+            // float64"). With a Prometheus result every int is such a value. In a JSON
+            // result (a `compare` or web metric) an integer is a float64 to Argo, which
+            // decodes JSON numbers so, and is never NaN or infinite.
+            Value::Int(_) if prometheus_shaped(result) => Err(invalid(
+                f,
+                "interface conversion: interface {} is int, not float64",
+            )),
             Value::Int(_) => owned(Value::Bool(false)),
             other => Err(invalid(
                 f,

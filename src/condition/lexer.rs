@@ -80,12 +80,38 @@ struct Lexer<'s> {
     tokens: Vec<Token>,
 }
 
+/// expr's `utils.IsAlphabetic`: `_`, `$` or Go's `unicode.IsLetter` (category L; Rust's
+/// `is_alphabetic` also takes letter numbers and combining marks).
 fn is_alphabetic(c: char) -> bool {
-    c == '_' || c == '$' || c.is_alphabetic()
+    if c.is_ascii() {
+        return c == '_' || c == '$' || c.is_ascii_alphabetic();
+    }
+    in_category(c, 0)
 }
 
+/// expr's `utils.IsAlphaNumeric`: a letter or Go's `unicode.IsDigit` (category Nd).
 fn is_alphanumeric(c: char) -> bool {
-    is_alphabetic(c) || c.is_numeric()
+    if c.is_ascii() {
+        return c == '_' || c == '$' || c.is_ascii_alphanumeric();
+    }
+    in_category(c, 0) || in_category(c, 1)
+}
+
+/// Whether a non-ASCII `c` is a letter (`which` 0) or a decimal digit (1); only conditions
+/// with non-ASCII names or text outside strings get here.
+fn in_category(c: char, which: usize) -> bool {
+    static CLASSES: std::sync::OnceLock<Option<[regex::Regex; 2]>> = std::sync::OnceLock::new();
+    let classes = CLASSES.get_or_init(|| {
+        Some([
+            regex::Regex::new(r"\A\pL\z").ok()?,
+            regex::Regex::new(r"\A\p{Nd}\z").ok()?,
+        ])
+    });
+    let mut buf = [0u8; 4];
+    classes
+        .as_ref()
+        .and_then(|c| c.get(which))
+        .is_some_and(|re| re.is_match(c.encode_utf8(&mut buf)))
 }
 
 impl<'s> Lexer<'s> {
@@ -154,18 +180,9 @@ impl<'s> Lexer<'s> {
                         offset: start,
                     });
                 }
+                // expr 1.15.5's lexer has no raw strings: a backtick is an unknown character.
                 '`' => {
-                    let rest = self.src.get(self.pos..).unwrap_or_default();
-                    let Some(end) = rest.find('`') else {
-                        return Err(self.error(start, "literal not terminated"));
-                    };
-                    let value = rest[..end].replace("\r\n", "\n").replace('\r', "\n");
-                    self.pos += end + 1;
-                    self.tokens.push(Token {
-                        kind: Kind::String,
-                        value,
-                        offset: start,
-                    });
+                    return Err(self.error(start, "unrecognized character '`'"));
                 }
                 'b' | 'B' if matches!(self.peek(), Some('\'' | '"')) => {
                     return Err(self.error(start, "bytes literals are not supported"));
@@ -282,7 +299,12 @@ impl<'s> Lexer<'s> {
         Ok(())
     }
 
-    /// Scans a quoted string whose opening quote is at `start` and returns it unescaped.
+    /// Scans a quoted string whose opening quote is at `start` and returns it unescaped, by
+    /// expr 1.15.5's rules (`parser/lexer/lexer.go` scanString/scanEscape, then `utils.go`
+    /// unescape): a raw line feed ends nothing (an error), a raw carriage return reads as `\n`,
+    /// and only `\a \b \f \n \r \t \v \\`, the string's own quote, three octal digits
+    /// (`\0`-`\377`), `\xHH`, `\uHHHH` and `\UHHHHHHHH` are escapes. A surrogate code point
+    /// becomes U+FFFD, as Go's `utf8.EncodeRune` writes it.
     fn quoted(&mut self, quote: char, start: usize) -> Result<String, ConditionError> {
         let mut out = String::new();
         loop {
@@ -292,12 +314,10 @@ impl<'s> Lexer<'s> {
             };
             match c {
                 c if c == quote => return Ok(out),
-                '\r' => {
-                    // Newlines normalize to \n, as in expr.
-                    self.accept("\n");
-                    out.push('\n');
-                }
+                '\n' => return Err(self.error(start, "literal not terminated")),
+                '\r' => out.push('\n'),
                 '\\' => {
+                    let bad = |l: &Self| l.error(at, "invalid char escape");
                     let Some(e) = self.bump() else {
                         return Err(self.error(start, "literal not terminated"));
                     };
@@ -309,27 +329,30 @@ impl<'s> Lexer<'s> {
                         'r' => out.push('\r'),
                         't' => out.push('\t'),
                         'v' => out.push('\u{b}'),
-                        '\\' | '\'' | '"' | '`' | '?' => out.push(e),
-                        'x' | 'X' | 'u' | 'U' => {
-                            let c = self.hex_escape(e, at)?;
-                            out.push(c);
+                        '\\' => out.push('\\'),
+                        e if e == quote => out.push(e),
+                        'x' | 'u' | 'U' => {
+                            let n = match e {
+                                'x' => 2,
+                                'u' => 4,
+                                _ => 8,
+                            };
+                            let v = self.digits(16, n).ok_or_else(|| bad(self))?;
+                            if v > 0x10_FFFF {
+                                return Err(self.error(at, "invalid unicode escape"));
+                            }
+                            out.push(char::from_u32(v).unwrap_or('\u{FFFD}'));
                         }
                         '0'..='7' => {
-                            let mut v = e.to_digit(8).unwrap_or(0);
-                            for _ in 0..2 {
-                                match self.bump().and_then(|d| d.to_digit(8)) {
-                                    Some(d) => v = v * 8 + d,
-                                    None => return Err(self.error(at, "invalid octal escape")),
-                                }
+                            let first = e.to_digit(8).unwrap_or(0);
+                            let rest = self.digits(8, 2).ok_or_else(|| bad(self))?;
+                            // Three octal digits, the first at most 3: \0-\377.
+                            if first > 3 {
+                                return Err(self.error(at, "invalid octal escape"));
                             }
-                            match char::from_u32(v).filter(|_| v <= 255) {
-                                Some(c) => out.push(c),
-                                None => return Err(self.error(at, "invalid octal escape")),
-                            }
+                            out.push(char::from_u32(first * 64 + rest).unwrap_or('\u{FFFD}'));
                         }
-                        other => {
-                            return Err(self.error(at, format!("invalid escape sequence \\{other}")))
-                        }
+                        _ => return Err(bad(self)),
                     }
                 }
                 c => out.push(c),
@@ -337,38 +360,15 @@ impl<'s> Lexer<'s> {
         }
     }
 
-    fn hex_escape(&mut self, kind: char, at: usize) -> Result<char, ConditionError> {
-        let bad = |l: &Self| l.error(at, "invalid unicode escape");
+    /// `n` digits in `radix`, or `None` when one is missing.
+    fn digits(&mut self, radix: u32, n: usize) -> Option<u32> {
         let mut value: u32 = 0;
-        if kind == 'u' && self.accept("{") {
-            let mut n = 0;
-            loop {
-                match self.bump() {
-                    Some('}') if n > 0 => break,
-                    Some(d) if n < 6 => match d.to_digit(16) {
-                        Some(d) => {
-                            value = value * 16 + d;
-                            n += 1;
-                        }
-                        None => return Err(bad(self)),
-                    },
-                    _ => return Err(bad(self)),
-                }
-            }
-        } else {
-            let n = match kind {
-                'x' | 'X' => 2,
-                'u' => 4,
-                _ => 8,
-            };
-            for _ in 0..n {
-                match self.bump().and_then(|d| d.to_digit(16)) {
-                    Some(d) => value = value * 16 + d,
-                    None => return Err(bad(self)),
-                }
-            }
+        for _ in 0..n {
+            let d = self.peek()?.to_digit(radix)?;
+            self.bump();
+            value = value * radix + d;
         }
-        char::from_u32(value).ok_or_else(|| bad(self))
+        Some(value)
     }
 }
 
@@ -400,11 +400,10 @@ mod tests {
     }
 
     #[test]
-    fn unescapes_strings_of_both_quotes_and_raw_strings() {
-        let toks = kinds_and_values(r#"'a\n\'b' "\u00e9\x41\101" `raw\n`"#);
+    fn unescapes_strings_of_both_quotes() {
+        let toks = kinds_and_values(r#"'a\n\'b' "\u00e9\x41\101\uD83D""#);
         assert_eq!(toks[0], (Kind::String, "a\n'b".into()));
-        assert_eq!(toks[1], (Kind::String, "éAA".into()));
-        assert_eq!(toks[2], (Kind::String, "raw\\n".into()));
+        assert_eq!(toks[1], (Kind::String, "éAA\u{FFFD}".into()));
     }
 
     #[test]

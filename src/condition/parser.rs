@@ -565,10 +565,12 @@ impl Parser<'_> {
                 let value = self.number(&tok)?;
                 return self.leaf(Node::Literal(value), offset);
             }
+            // As with numbers, expr 1.15.5 takes no `[i]`, `[a:b]` or `.x` after a string
+            // literal (`parser.go` parseSecondary returns before parsePostfixExpression).
             Kind::String => {
                 let value = Value::String(tok.value.clone());
                 self.advance();
-                self.leaf(Node::Literal(value), offset)?
+                return self.leaf(Node::Literal(value), offset);
             }
             Kind::Bracket if tok.value == "[" => self.array()?,
             Kind::Bracket if tok.value == "{" => self.map()?,
@@ -865,16 +867,14 @@ impl Parser<'_> {
             let optional = tok.is_op("?.");
             if tok.is_op(".") || optional {
                 self.advance();
-                if optional && self.current().is(Kind::Bracket, "[") {
-                    node = self.index(node, true)?;
-                    chain = true;
-                    continue;
-                }
                 let prop = self.current().clone();
                 let valid = prop.kind == Kind::Identifier
                     || (prop.kind == Kind::Operator && is_identifier_word(&prop.value));
+                // `?.[` came after expr 1.15.5: a name must follow `.` and `?.`.
                 if !valid {
-                    return Err(self.syntax(prop.offset, "expected a name after `.`"));
+                    return Err(self.syntax_with(prop.offset, || {
+                        format!("expected a name after `{}`", tok.value)
+                    }));
                 }
                 self.advance();
                 if self.current().is(Kind::Bracket, "(") {

@@ -315,7 +315,6 @@ fn literals() {
     assert_eq!(value_of(r"'it\'s'"), Value::from("it's"));
     assert_eq!(value_of(r#""a\tb\"""#), Value::from("a\tb\""));
     assert_eq!(value_of(r#""\u00e9" + '\x41'"#), Value::from("éA"));
-    assert_eq!(value_of("`a\\n`"), Value::from("a\\n"));
     assert_eq!(value_of("true"), Value::Bool(true));
     assert_eq!(value_of("nil"), Value::Nil);
     assert_eq!(
@@ -574,7 +573,6 @@ fn member_access_indexing_and_slices() {
         "result.missing == nil",
         "result.none?.x == nil",
         "result.none?.x.y.z == nil",
-        "result.none?.[0] == nil",
         "result?.canary?.rate > 0",
         "(result.none?.x ?? 7) == 7",
         "result.list[0] == 1",
@@ -589,7 +587,7 @@ fn member_access_indexing_and_slices() {
         "result.list[1:10] == [2, 3, 4, 5]",
         "result.list[-10:2] == [1, 2]",
         "result.list[3:1] == []",
-        "'hello'[1:3] == 'el'",
+        "('hello')[1:3] == 'el'",
         "{a: [1, {b: 2}]}.a[1].b == 2",
         "result.list | len() == 5",
     ] {
@@ -615,8 +613,8 @@ fn member_access_indexing_and_slices() {
     runtime_error("result.list['a']", &r);
     runtime_error("result.list[nil]", &r);
     runtime_error("(1)[0]", &r);
-    // expr 1.15.5's checker has no indexing of strings.
-    runtime_error("'hello'[0] == 104", &r);
+    // expr 1.15.5's parser takes no index after a string literal.
+    compile_error("'hello'[0] == 104");
     runtime_error("result.list[0:'a']", &r);
     assert!(runtime_error("result.x", &Value::Float(1.0))
         .to_string()
@@ -1309,5 +1307,215 @@ fn random_bytes_never_panic() {
             let _ = c.evaluate(&Value::from(vec![1.0]));
             let _ = c.evaluate(&Value::Nil);
         }
+    }
+}
+
+// ---- the edges of expr 1.15.5 and Go, as Argo v1.9.1 runs them ----
+
+/// Compiles and evaluates against a two-element vector: `Some(bool)` or `None` for an error.
+fn outcome(src: &str) -> Option<bool> {
+    let v = floats(&[1.0, 2.0]);
+    Condition::compile(src).ok()?.evaluate(&v).ok()
+}
+
+/// expr 1.15.5's lexer (`parser/lexer/state.go` root, `lexer.go` scanString/scanEscape,
+/// `utils.go` unescape): no backtick strings, no raw line feed inside a string, only Go's
+/// escapes and the string's own quote; a surrogate escape is U+FFFD.
+#[test]
+fn string_literals_as_expr_1_15_5_lexes_them() {
+    for src in [
+        "`abc` == 'abc'",
+        "\"a\nb\" == 'a'",
+        "\"a\r\nb\" == 'a'",
+        r#""a\'" == "a'""#,
+        r#"'a\"' == 'a"'"#,
+        r#""a\?" == "a?""#,
+        r#""\`" == "`""#,
+        r#""\X41" == "A""#,
+        r#""\u{41}" == "A""#,
+        r#""\e" == """#,
+        r#""\0" == """#,
+        r#""\477" == """#,
+        r#""\x4" == """#,
+        r#""\U00110000" == """#,
+    ] {
+        assert_eq!(outcome(src), None, "{src:?} should be an error");
+    }
+    for src in [
+        r#""\uD83D" == "\uFFFD""#,
+        r#"len("\uD83D") == 3"#,
+        r#""\uD83D\uDE00" == "\uFFFD\uFFFD""#,
+        r#""\U0001F600" == "😀""#,
+        r#""\377" == "ÿ""#,
+        r#""\xe9" == "é""#,
+        r#"len("\000") == 1"#,
+        "\"a\rb\" == \"a\\nb\"",
+        r#"'it\'s' == "it's""#,
+    ] {
+        assert_eq!(outcome(src), Some(true), "{src:?}");
+    }
+}
+
+/// expr 1.15.5's parser (`parser.go` parseSecondary, parsePostfixExpression): nothing
+/// follows a string or number literal, and a name must follow `?.` (`?.[` came later).
+#[test]
+fn syntax_expr_1_15_5_does_not_have_is_an_error() {
+    for src in [
+        r#""abc"[1:] == "bc""#,
+        r#""abc"[0] == "a""#,
+        r#""abc".x == 1"#,
+        "1[0] == 1",
+        "result?.[0] == 1",
+        "[1, 2]?.[0] == 1",
+        "{'a': 1}?.['a'] == 1",
+        "1 in result?.[0:1]",
+    ] {
+        assert_eq!(outcome(src), None, "{src:?} should be an error");
+    }
+    for src in [
+        "let s = 'abc'; s[1:] == 'bc'",
+        "('abc')[1:] == 'bc'",
+        "[1, 2, 3][1:] == [2, 3] || true",
+        "{'a': 1}?.a == 1",
+        "{'a': 1}?.b == nil",
+    ] {
+        assert!(outcome(src).is_some(), "{src:?} should be valid");
+    }
+}
+
+/// Go's strings.ToUpper/ToLower map each character by Unicode's simple case mapping.
+#[test]
+fn upper_and_lower_use_go_simple_case_mapping() {
+    for src in [
+        "upper('ß') == 'ß'",
+        "upper('straße') == 'STRAßE'",
+        "upper('ﬀ') == 'ﬀ'",
+        "upper('ŉ') == 'ŉ'",
+        "upper('ᾳ') == 'ᾼ'",
+        "upper('ᾀ') == 'ᾈ'",
+        "upper('ᾈ') == 'ᾈ'",
+        "upper('ǅ') == 'Ǆ'",
+        "lower('İ') == 'i'",
+        "len(lower('İ')) == 1",
+        "lower('ΑΣ') == 'ασ'",
+        "lower('K') == 'k'",
+        "upper('éa') == 'ÉA'",
+    ] {
+        assert_eq!(outcome(src), Some(true), "{src:?}");
+    }
+}
+
+/// expr 1.15.5's `replace` takes an optional count (strings.Replace), `repeat` is
+/// strings.Repeat behind a 1e6 guard, and `split` gives a `[]string`, never equal to a
+/// literal `[]interface {}` (`builtin/builtin.go`).
+#[test]
+fn replace_repeat_and_split_as_expr_builtins() {
+    for src in [
+        "replace('aaa', 'a', 'b', 1) == 'baa'",
+        "replace('aaa', 'a', 'b', -1) == 'bbb'",
+        "replace('aaa', 'a', 'b', 0) == 'aaa'",
+        "replace('aaa', '', '-', 2) == '-a-aa'",
+        "replace('ab', '', '-') == '-a-b-'",
+        "replace('aaa', 'a', 'b', len('x')) == 'baa'",
+        "repeat('ab', 2) == 'abab'",
+        "repeat('a', 0) == ''",
+        "len(repeat('é', 3)) == 6",
+        "split('a,b', ',') == split('a,b', ',')",
+        "sort([3, 1])[0] == 1",
+        "split('a,b', ',') != ['a', 'b']",
+        "'a' in split('a,b', ',')",
+        "join(split('a,b', ','), '-') == 'a-b'",
+    ] {
+        assert_eq!(outcome(src), Some(true), "{src:?}");
+    }
+    for src in [
+        "replace('aaa', 'a', 'b', 1.5) == 'baa'",
+        "replace('aaa', 'a', 'b', '1') == 'baa'",
+        "replace('aaa', 'a') == 'aaa'",
+        "repeat('ab', -1) == ''",
+        "repeat('ab', 1000001) == ''",
+        "repeat('ab', 1.5) == ''",
+        "repeat(1, 2) == ''",
+        // expr's sort wants one element type (`builtin/sort.go` copyArray).
+        "sort([3, 1.5])[0] == 1.5",
+    ] {
+        assert_eq!(outcome(src), None, "{src:?} should be an error");
+    }
+}
+
+/// expr's OpMap builds the map from the last pair to the first: a repeated key keeps its
+/// first value (`vm/vm.go`).
+#[test]
+fn a_repeated_map_key_keeps_its_first_value() {
+    assert_eq!(outcome("{'a': 1, 'a': 2}.a == 1"), Some(true));
+    assert_eq!(outcome("{'a': 1, 'b': 2, 'a': 3}.a == 1"), Some(true));
+    assert_eq!(outcome("len({'a': 1, 'a': 2}) == 1"), Some(true));
+    assert_eq!(outcome("{a: 1, 'a': 2}.a == 1"), Some(true));
+    assert_eq!(
+        outcome("{'x': result[0], 'x': result[1]}.x == 1"),
+        Some(true)
+    );
+}
+
+/// Argo's isNaN/isInf are Go functions of a float64 (`utils/evaluate/evaluate.go`). expr's
+/// checker turns integer literals in the argument into floats (`checker.go`
+/// traverseAndReplaceIntegerNodesWithFloatNodes); an int that reaches the call at run time
+/// fails it ("interface conversion: interface {} is int, not float64").
+#[test]
+fn an_int_reaching_isnan_at_run_time_is_an_error() {
+    let empty = floats(&[]);
+    let two = floats(&[1.0, 2.0]);
+    for (src, result) in [
+        ("isNaN(sum(result))", &empty),
+        ("isNaN(sum(result[0:0]))", &two),
+        ("isNaN(sum(filter(result, false)))", &two),
+        ("isNaN(sum(map(result, 1)))", &two),
+        ("[1, 2] | any(isNaN(#))", &two),
+        ("[1.5, 2] | any(isNaN(#))", &two),
+        ("map(result, int(#)) | any(isNaN(#))", &two),
+        ("isNaN(first([1]))", &two),
+        ("isNaN([1][0])", &two),
+        ("isNaN({'a': 1}.a)", &two),
+        ("isNaN(first([1]) + 1)", &two),
+        ("isInf(get([1], 0))", &two),
+        ("isNaN(len(result))", &two),
+        ("isNaN(len(result) % 2)", &two),
+    ] {
+        let c = Condition::compile(src).unwrap_or_else(|e| panic!("{src}: {e}"));
+        assert!(c.evaluate(result).is_err(), "{src} should be an error");
+        // As a failure condition it must not let the measurement pass.
+        let p = evaluate_result(result, None, Some(&c));
+        assert!(p.is_err(), "{src}: {p:?}");
+    }
+    for src in [
+        "isNaN(1)",
+        "isInf(0)",
+        "isNaN(-1)",
+        "isNaN(1 + 1)",
+        "isNaN(len(result) + 1)",
+        "isNaN(len(result) * 1.0)",
+        "isNaN(sum(result))",
+        "isNaN(sum([1.5]))",
+        "any(result, isNaN(#))",
+        "isNaN(max(1, 2) + 1)",
+    ] {
+        assert_eq!(eval(src, &two).ok(), Some(false), "{src}");
+    }
+    // A JSON result's integers are float64 to Argo (web and compare metrics).
+    let json = map(&[("x", Value::Int(3))]);
+    assert!(!holds("isNaN(result.x)", &json));
+}
+
+/// What rollgate refuses where Argo answers (documented in docs/conditions.md): `$env`,
+/// functions as values.
+#[test]
+fn refusals_are_errors() {
+    for src in [
+        "$env.result[0] == 1",
+        "len($env) > 0",
+        "type(isNaN) == 'func'",
+        "type(asInt) == 'func'",
+    ] {
+        assert_eq!(outcome(src), None, "{src:?}");
     }
 }
