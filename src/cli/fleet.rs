@@ -71,9 +71,6 @@ pub struct FleetQuery {
     pub timeout: Duration,
 }
 
-/// Targets named per version in the table (the JSON has up to 8).
-const NAMED_WHEN_AT_MOST: usize = 8;
-
 /// Runs `rollgate fleet ...`; exit 0 when printed, 3 when the template or the gate cannot be read.
 pub(crate) fn run(args: FleetArgs) -> u8 {
     let (what, query) = match &args.command {
@@ -226,10 +223,9 @@ fn print_versions(p: &Plan) {
                 if v.expected { "yes" } else { "no" }.into(),
                 v.targets.to_string(),
                 v.pods.to_string(),
-                if v.targets <= NAMED_WHEN_AT_MOST {
-                    v.target_names.join(", ")
-                } else {
-                    format!("({} targets)", v.targets)
+                match &v.target_names {
+                    Some(names) => names.join(", "),
+                    None => format!("({} targets)", v.targets),
                 },
             ]
         })

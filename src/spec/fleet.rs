@@ -184,11 +184,13 @@ impl ExpectedVersion {
     /// Whether a version label value is the expected version.
     pub fn matches(&self, value: &str) -> bool {
         match self {
+            // Compared in the normal form: one digest written by two runtimes is one version.
             ExpectedVersion::Exact(expected) => {
+                let (value, expected) = (normal_version(value), normal_version(expected));
                 value == expected
                     || (is_bare_digest(expected)
                         && value
-                            .strip_suffix(expected.as_str())
+                            .strip_suffix(expected)
                             .is_some_and(|head| head.ends_with('@')))
             }
             ExpectedVersion::Regex(r) => r.is_match(value),
@@ -202,6 +204,26 @@ impl ExpectedVersion {
             ExpectedVersion::Regex(r) => format!("/{}/", r.source()),
         }
     }
+}
+
+/// The scheme dockershim and cri-dockerd put before a pulled image's `repo@<digest>`, which
+/// containerd and CRI-O write without it.
+const DOCKER_PULLABLE: &str = "docker-pullable://";
+
+/// The normal form of a version label value: `docker-pullable://repo@sha256:<hex>` becomes
+/// `repo@sha256:<hex>`, as containerd and CRI-O write it; anything else is returned as is.
+/// Versions are compared, counted and shown in this form, so one digest in two runtimes'
+/// spellings is one version.
+pub(crate) fn normal_version(value: &str) -> &str {
+    match value.strip_prefix(DOCKER_PULLABLE) {
+        Some(rest) if rest.contains('@') && is_digest_reference(rest) => rest,
+        _ => value,
+    }
+}
+
+/// Whether `text` names an image by digest: a bare digest or `<repo>@<digest>`.
+pub(crate) fn is_digest_reference(text: &str) -> bool {
+    is_bare_digest(text.rsplit_once('@').map_or(text, |(_, d)| d))
 }
 
 /// Whether `text` is a bare content digest like `sha256:<64 hex>` (algorithm, colon, >= 32 hex).
@@ -923,6 +945,19 @@ mod tests {
         assert!(!tag.matches("x@acme/node-agent:1.5.0"));
         assert!(is_bare_digest(d));
         assert!(!is_bare_digest("node-agent:1.5.0"));
+        // A full repo@digest matches its dockershim spelling too (one normal form), nothing else.
+        let full = ExpectedVersion::Exact(format!("docker.io/acme/node-agent@{d}"));
+        assert!(full.matches(&format!("docker-pullable://docker.io/acme/node-agent@{d}")));
+        assert!(!full.matches(&format!("docker-pullable://quay.io/acme/node-agent@{d}")));
+        assert!(!full.matches(d));
+        assert_eq!(
+            normal_version(&format!("docker-pullable://acme/agent@{d}")),
+            format!("acme/agent@{d}")
+        );
+        assert_eq!(
+            normal_version("docker-pullable://acme/agent:1.5"),
+            "docker-pullable://acme/agent:1.5"
+        );
     }
 
     #[test]

@@ -17,7 +17,9 @@ mod yaml;
 pub use args::{substitute, substitute_str, ArgValues};
 pub use compare::{CompareForm, CompareSpec, RatioQueries};
 pub use error::SpecError;
-pub(crate) use fleet::{is_bare_digest, INIT_CONTAINER_INFO, POD_STATUS_PHASE};
+pub(crate) use fleet::{
+    is_bare_digest, is_digest_reference, normal_version, INIT_CONTAINER_INFO, POD_STATUS_PHASE,
+};
 pub use fleet::{
     Cohort, CohortTargets, CompletionTier, ExpectedTargets, ExpectedVersion, FleetException,
     FleetSpec, InitContainers, LabelMatcher, MatchKind, Promotion, SeriesSelector, VersionRegex,

@@ -6,22 +6,23 @@
 
 use crate::support;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Duration;
 
 use chrono::{TimeZone, Utc};
-use rollgate::engine::{AddressPolicy, Engine, EvalOptions};
+use rollgate::engine::{AddressPolicy, Engine, EvalOptions, FleetPlan};
 use rollgate::measurement::{Measurement, Phase};
-use rollgate::prometheus::{Backend, Client};
+use rollgate::prometheus::{Backend, Client, Recorder};
 use rollgate::spec::{FleetSpec, Metric};
 use serde_json::{json, Value};
 use support::inventories::{
-    promotion_dataset, window_clusters, PROMO_NAMESPACE, PROMO_REGISTRY, WINDOW_NAMESPACE,
+    promotion_dataset, window_clusters, NODE_AGENT_N2, PROMO_NAMESPACE, PROMO_REGISTRY,
+    STATES_NAMESPACE, STATES_REGISTRY, WINDOW_NAMESPACE,
 };
 use support::prom::PromServer;
-use support::scenarios::{base_now, NODE_AGENT_NEW};
+use support::scenarios::{base_now, NODE_AGENT_NEW, NODE_AGENT_OLD};
 
 const REST: &str = "promo-(0[4-9]|1[0-9]|2[0-5])";
 
@@ -137,7 +138,7 @@ async fn an_unselected_cluster_fails_the_canary_until_excepted() {
     // A later cohort's missing member is named, not failed.
     assert!(
         m.message
-            .contains("1 members of later cohorts missing from the inventory (promo-99 (wave-1))"),
+            .contains("1 member of later cohorts missing from the inventory (promo-99 (wave-1))"),
         "{}",
         m.message
     );
@@ -607,4 +608,356 @@ fn fleet_versions_prints_the_matrix_and_names_few_targets() {
         v[0]["versions"][0]["targetNames"],
         json!(["win-0", "win-1", "win-2"])
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// One state per cluster: the gate's value, its message, `fleet plan` and `fleet versions` read
+// the classification the engine makes once (`support::inventories::states_pods` has one
+// cluster per state).
+
+fn old_digest() -> String {
+    format!("sha256:{}", NODE_AGENT_OLD.digest)
+}
+
+/// The states fleet: registry inventory, N expected, N-1 supported, workloads, `holdFor: 20m`,
+/// cohorts canary / wave-1 / eu (st-17 and st-18 in none), `extra` merged over it.
+fn states_fleet(extra: Value) -> Value {
+    let mut f = json!({
+        "selector": format!("kube_pod_container_info{{namespace=\"{STATES_NAMESPACE}\", container=\"node-agent\"}}"),
+        "version": {"expected": new_digest(), "supported": [old_digest()]},
+        "expectedTargetsQuery": STATES_REGISTRY,
+        "workloads": true,
+        "holdFor": "20m",
+        "cohorts": [
+            {"name": "canary", "targets": ["st-00"]},
+            {"name": "wave-1", "targets": ["st-01", "st-02", "st-03"]},
+            {"name": "eu", "targetRegex": "st-(0[4-9]|1[0-6]|19)", "maxConcurrent": 5},
+        ],
+    });
+    merge(&mut f, extra);
+    f
+}
+
+async fn plan_of(fleet: Value, offset: i64) -> FleetPlan {
+    let engine = Engine::new(Backend::Live(Client::new()), AddressPolicy::default());
+    engine
+        .fleet_plan(&metric(fleet), &opts_at(offset))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn opts_at(offset: i64) -> EvalOptions {
+    EvalOptions {
+        at: Utc.timestamp_opt(server().base + offset, 0).single(),
+        ..EvalOptions::with_budget(Duration::from_secs(30))
+    }
+}
+
+/// Every target row of a plan, by name: its state.
+fn plan_states(p: &FleetPlan) -> BTreeMap<String, String> {
+    p.cohorts
+        .iter()
+        .flat_map(|c| &c.targets)
+        .chain(&p.unselected)
+        .chain(&p.outside_inventory)
+        .map(|t| (t.target.clone(), t.state.clone()))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_stalled_target_stays_stalled_when_hold_for_is_set() {
+    for hold in [json!("20m"), Value::Null] {
+        let m = measure(states_fleet(json!({"holdFor": hold})), 0).await;
+        assert_eq!(list(&m, "stalledTargets"), set(&["st-12"]), "{}", m.message);
+        assert_eq!(value(&m)["stalledTargets"], 1, "{}", m.message);
+        assert!(
+            m.message
+                .contains("DaemonSet edge-states/node-agent in st-12: 1 pod not updated"),
+            "{}",
+            m.message
+        );
+        assert!(!m.message.contains("st-12 last changed"), "{}", m.message);
+        let p = plan_of(states_fleet(json!({"holdFor": hold})), 0).await;
+        assert_eq!(plan_states(&p)["st-12"], "stalled");
+        if hold.is_null() {
+            assert!(!m.metadata.contains_key("notHeld"), "{}", m.message);
+            assert_eq!(plan_states(&p)["st-14"], "current");
+        } else {
+            // "Not held" is the cluster that is current now but flapped inside the window.
+            assert_eq!(list(&m, "notHeld"), set(&["st-14"]), "{}", m.message);
+            assert!(
+                m.message
+                    .contains("clusters not held for 20m (st-14 last changed "),
+                "{}",
+                m.message
+            );
+            assert_eq!(plan_states(&p)["st-14"], "not held");
+        }
+    }
+}
+
+/// The queries a backend sent, from its recording.
+fn recorded(recorder: &Recorder) -> BTreeSet<String> {
+    let v: Value = serde_json::from_str(&recorder.to_json()).unwrap();
+    v["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["query"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn the_plan_lists_every_query_the_gate_sends() {
+    // A silent cluster (st-15) makes the gate send the last-seen query; tiers without
+    // startedAt the first-seen one.
+    let fleet = states_fleet(json!({
+        "completion": [{"share": 0.5, "within": "48h"}, {"share": 1.0, "within": "7d"}],
+    }));
+    let gate = Recorder::new();
+    let engine = Engine::new(
+        Backend::Recording(Client::new(), gate.clone()),
+        AddressPolicy::default(),
+    );
+    let m = engine.measure(&metric(fleet.clone()), &opts_at(0)).await;
+    assert!(
+        m.message.contains("st-15 last seen 40m ago"),
+        "{}",
+        m.message
+    );
+    let sent = recorded(&gate);
+
+    let own = Recorder::new();
+    let engine = Engine::new(
+        Backend::Recording(Client::new(), own.clone()),
+        AddressPolicy::default(),
+    );
+    let p = engine
+        .fleet_plan(&metric(fleet), &opts_at(0))
+        .await
+        .unwrap();
+    let listed: BTreeSet<String> = p.queries.values().cloned().collect();
+    assert!(p.queries.contains_key("query.lastSeen"), "{:?}", p.queries);
+    assert_eq!(listed, sent, "the plan lists exactly what the gate sends");
+    assert_eq!(listed, recorded(&own), "and what the plan itself sent");
+}
+
+#[tokio::test]
+async fn outside_the_inventory_a_supported_version_is_named_and_an_old_one_fails() {
+    let m = measure(states_fleet(json!({"cohorts": null})), 0).await;
+    let n1 = "sha256:513e5258ccf3…";
+    let n2 = "sha256:61324d2bb3c5…";
+    assert!(
+        m.message.contains(&format!(
+            "1 cluster outside the inventory runs {n1}, within the support window (st-90)"
+        )),
+        "{}",
+        m.message
+    );
+    assert!(
+        !m.message.contains("the expected version (st-90"),
+        "{}",
+        m.message
+    );
+    assert!(
+        m.message.contains(&format!(
+            "1 cluster outside the inventory still runs {n2} (st-91 runs {n2}, outside the support window)"
+        )),
+        "{}",
+        m.message
+    );
+    assert_eq!(value(&m)["supportedOutsideInventory"], 1);
+    assert_eq!(list(&m, "supportedOutsideInventory"), set(&["st-90"]));
+    let states = plan_states(&plan_of(states_fleet(json!({"cohorts": null})), 0).await);
+    assert_eq!(states["st-90"], "supported");
+    assert_eq!(states["st-91"], "straggler");
+}
+
+#[tokio::test]
+async fn an_old_island_outside_the_inventory_fails_even_the_canary() {
+    // st-18 (no cohort, N-1) excepted: only the island is left to fail the canary.
+    let except_18 = json!([{"target": "st-18", "reason": "lab", "until": "2099-01-01"}]);
+    let m = measure(
+        states_fleet(json!({"cohort": "canary", "exceptions": except_18})),
+        0,
+    )
+    .await;
+    assert_eq!(m.phase, Phase::Failed, "{}", m.message);
+    assert_eq!(list(&m, "stragglersOutsideInventory"), set(&["st-91"]));
+    // Without the island the canary passes; N-1 outside the inventory (st-90) does not fail.
+    let mut without = states_fleet(json!({"cohort": "canary", "exceptions": except_18}));
+    without["selector"] = json!(format!(
+        "kube_pod_container_info{{namespace=\"{STATES_NAMESPACE}\", container=\"node-agent\", cluster!=\"st-91\"}}"
+    ));
+    let m = measure(without, 0).await;
+    assert_eq!(m.phase, Phase::Successful, "{}", m.message);
+}
+
+#[tokio::test]
+async fn an_unselected_cluster_fails_unless_it_is_already_current() {
+    let m = measure(states_fleet(json!({"cohort": "canary"})), 0).await;
+    assert!(
+        m.message
+            .starts_with("1 cluster in no cohort (unselected: st-18 supported)"),
+        "{}",
+        m.message
+    );
+    assert!(
+        m.message
+            .contains("1 cluster in no cohort already current, not failing (st-17)"),
+        "{}",
+        m.message
+    );
+    assert_eq!(list(&m, "unselected"), set(&["st-17", "st-18"]));
+}
+
+#[test]
+fn one_digest_in_two_image_id_spellings_is_one_version() {
+    let n2 = "sha256:61324d2bb3c5…";
+    let dir = tempfile::tempdir().unwrap();
+    let file = template(dir.path(), states_fleet(json!({"cohorts": null})));
+    let (code, stdout, stderr) = fleet_cli(&["versions"], &file);
+    assert_eq!(code, 0, "{stderr}");
+    let rows: Vec<String> = lines(&stdout)
+        .into_iter()
+        .filter(|l| l.starts_with(n2))
+        .collect();
+    // st-10 (docker-pullable://), st-11, st-16 (containerd) and st-91: one version, one row.
+    assert_eq!(
+        rows,
+        [format!("{n2} no 4 8 st-10, st-11, st-16, st-91")],
+        "{stdout}"
+    );
+    let (code, stdout, stderr) = fleet_cli(&["plan"], &file);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!stdout.contains("docker-pullable"), "{stdout}");
+    let gate = lines(&stdout).pop().unwrap();
+    assert!(
+        gate.contains(&format!(
+            "3 of 20 clusters still run {n2} (st-10 runs {n2}, outside"
+        )),
+        "{gate}"
+    );
+    assert!(!gate.contains(&format!("{n2} or {n2}")), "{gate}");
+}
+
+#[tokio::test]
+async fn the_gate_counts_one_version_per_digest() {
+    let m = measure(states_fleet(json!({"cohorts": null})), 0).await;
+    let versions = value(&m)["versions"].clone();
+    assert_eq!(versions[NODE_AGENT_N2.image_id()], 8, "{versions}");
+    assert!(
+        versions
+            .as_object()
+            .unwrap()
+            .keys()
+            .all(|k| !k.starts_with("docker-pullable://")),
+        "{versions}"
+    );
+}
+
+#[tokio::test]
+async fn done_means_on_the_expected_version_in_the_progress_and_the_tiers() {
+    let m = measure(
+        states_fleet(json!({
+            "cohort": "eu",
+            "completion": [{"share": 0.5, "within": "48h"}],
+            "startedAt": Utc.timestamp_opt(server().base - 3600, 0).single().unwrap().to_rfc3339(),
+        })),
+        0,
+    )
+    .await;
+    // eu: st-04..09 and st-19 done; st-13 on N-1 passes but is not done.
+    assert!(
+        m.message.contains(
+            "canary 1 of 1 done, wave-1 3 of 3 done, eu 7 of 14 done (1 within the support window)"
+        ),
+        "{}",
+        m.message
+    );
+    // Fleet-wide: st-00..09, st-17, st-19 of 20.
+    assert_eq!(value(&m)["doneShare"], 0.6, "{}", m.value);
+}
+
+#[test]
+fn fleet_versions_names_only_few_targets_in_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = template(dir.path(), states_fleet(json!({"cohorts": null})));
+    let (code, stdout, stderr) = fleet_cli(&["versions", "-o", "json"], &file);
+    assert_eq!(code, 0, "{stderr}");
+    let v: Value = serde_json::from_str(&stdout).unwrap();
+    let rows = v[0]["versions"].as_array().unwrap();
+    let row = |digest: &str| {
+        rows.iter()
+            .find(|r| r["version"].as_str().unwrap().ends_with(digest))
+            .unwrap_or_else(|| panic!("{digest}: {stdout}"))
+    };
+    let new = row(NODE_AGENT_NEW.digest);
+    assert_eq!(new["targets"], 14, "{new}");
+    assert!(new.get("targetNames").is_none(), "{new}");
+    let old = row(NODE_AGENT_OLD.digest);
+    assert_eq!(old["targetNames"], json!(["st-13", "st-18", "st-90"]));
+}
+
+#[tokio::test]
+async fn tier_durations_read_as_written_and_counts_agree() {
+    let two = json!({
+        "selector": format!("kube_pod_container_info{{namespace=\"{STATES_NAMESPACE}\", container=\"node-agent\", cluster=~\"st-00|st-13\"}}"),
+        "expectedTargets": ["st-00", "st-13"],
+        "minCompletion": 0,
+        "cohorts": null,
+        "holdFor": null,
+        "expectedTargetsQuery": null,
+        "startedAt": Utc.timestamp_opt(server().base - 7200, 0).single().unwrap().to_rfc3339(),
+    });
+    let mut missed = states_fleet(two.clone());
+    missed["completion"] = json!([{"share": 1.0, "within": "90m"}]);
+    let m = measure(missed, 0).await;
+    assert!(
+        m.message.starts_with(
+            "completion tier 1 (100 % within 90m) missed: 50 % of clusters done 2h after the start; missing 1 cluster (st-13)"
+        ),
+        "{}",
+        m.message
+    );
+    let mut due = states_fleet(two);
+    due["completion"] = json!([{"share": 0.5, "within": "60m"}, {"share": 1.0, "within": "7d"}]);
+    let m = measure(due, 0).await;
+    assert!(
+        m.message
+            .contains("next completion tier 2 (100 % within 7d) is due in"),
+        "{}",
+        m.message
+    );
+}
+
+#[tokio::test]
+async fn an_exception_ends_at_until_measured_at_the_evaluation_time() {
+    // until is 30 minutes after base; the wall clock is near base throughout the test, so
+    // only the evaluation time (`--at`) can make it expire.
+    let until = Utc
+        .timestamp_opt(server().base + 1800, 0)
+        .single()
+        .unwrap()
+        .to_rfc3339();
+    let fleet = states_fleet(json!({
+        "cohorts": null,
+        "exceptions": [{"target": "st-16", "reason": "lab", "until": until}],
+    }));
+    let before = measure(fleet.clone(), 0).await;
+    assert!(
+        list(&before, "excepted").contains("st-16"),
+        "{}",
+        before.message
+    );
+    assert!(!list(&before, "stragglers").contains("st-16"));
+    let after = measure(fleet.clone(), 2700).await;
+    assert!(
+        list(&after, "stragglers").contains("st-16"),
+        "{}",
+        after.message
+    );
+    assert!(after.metadata["expiredExceptions"].starts_with("st-16 (until"));
+    let states = plan_states(&plan_of(fleet, 2700).await);
+    assert_eq!(states["st-16"], "straggler");
 }

@@ -22,7 +22,7 @@
 //!
 //! Every series is sampled every minute from base-1h to base+1h unless said.
 
-use super::scenarios::{push_sample, times, Dataset, NODE_AGENT_NEW, NODE_AGENT_OLD};
+use super::scenarios::{push_sample, times, Dataset, Image, NODE_AGENT_NEW, NODE_AGENT_OLD};
 
 /// Namespace of the kube-state-metrics reality fleet.
 pub const KSM_NAMESPACE: &str = "edge-agents";
@@ -426,7 +426,120 @@ pub fn window_image(cluster: usize) -> &'static str {
     }
 }
 
-/// The promotion and support-window fleets (and the cluster registry) as OpenMetrics text.
+/// Namespace of the states fleet: one cluster per state the gate names.
+pub const STATES_NAMESPACE: &str = "edge-states";
+/// The states fleet's cluster registry (its `expectedTargetsQuery`).
+pub const STATES_REGISTRY: &str = "rollgate_test_states_registry";
+
+/// node-agent 1.3.0 (N-2 of the states fleet; N is `NODE_AGENT_NEW`, N-1 `NODE_AGENT_OLD`).
+pub const NODE_AGENT_N2: Image = Image {
+    repo: "docker.io/acme/node-agent",
+    tag: "1.3.0",
+    digest: "61324d2bb3c5dbb4b2cd8f3ad0a1c4e2b6a95d7f0e8c3b1a2d4f6e8a0c2b4d6f",
+};
+
+/// The states fleet's registered clusters `st-00`..`st-19`.
+pub fn states_clusters() -> Vec<String> {
+    (0..20).map(|i| format!("st-{i:02}")).collect()
+}
+
+/// The states fleet, per cluster: two node-agent pods, sampled every minute from base-1h to
+/// base+1h unless said, `image_id` as containerd writes it unless said.
+///
+/// | cluster | pods | state at base (holdFor 20m, support window N-1) |
+/// |---|---|---|
+/// | st-00..09, st-17, st-19 | N | current (st-17 is in no cohort) |
+/// | st-10 | N-2 as `docker-pullable://repo@sha256:6132...` | straggler |
+/// | st-11 | N-2 as `repo@sha256:6132...` | straggler |
+/// | st-12 | N, DaemonSet 1 of 2 pods not updated since base-50m | stalled |
+/// | st-13 | N-1 | supported |
+/// | st-14 | N + a pod on N-2 from -9m to -7m30s (visible to -2m30s) | not held |
+/// | st-15 | N until base-40m | silent |
+/// | st-16 | N-2 | straggler, or excepted (the tests' exception) |
+/// | st-18 | N-1, in no cohort | supported |
+/// | st-90 (not registered) | N-1 | outside the inventory, supported |
+/// | st-91 (not registered) | N-2 | outside the inventory, straggler |
+pub fn states_pods(cluster: &str) -> Vec<(Image, IdForm, i64, i64)> {
+    let all = |image| vec![(image, IdForm::RepoDigest, FROM, TO); 2];
+    match cluster {
+        "st-10" => vec![(NODE_AGENT_N2, IdForm::DockerPullable, FROM, TO); 2],
+        "st-11" | "st-16" | "st-91" => all(NODE_AGENT_N2),
+        "st-13" | "st-18" | "st-90" => all(NODE_AGENT_OLD),
+        "st-14" => {
+            let mut pods = all(NODE_AGENT_NEW);
+            pods.push((NODE_AGENT_N2, IdForm::RepoDigest, -540, -450));
+            pods
+        }
+        "st-15" => vec![(NODE_AGENT_NEW, IdForm::RepoDigest, FROM, -2400); 2],
+        _ => all(NODE_AGENT_NEW),
+    }
+}
+
+fn write_states(ds: &mut Dataset, base: i64) {
+    let ns = STATES_NAMESPACE;
+    let ts = |from: i64, to: i64| times(base, from, to, STEP);
+    let mut clusters = states_clusters();
+    let registered = clusters.len();
+    clusters.extend(["st-90".to_string(), "st-91".to_string()]);
+    for (c, cluster) in clusters.iter().enumerate() {
+        if c < registered {
+            let buf = ds.family(STATES_REGISTRY, "gauge");
+            for t in ts(FROM, TO) {
+                push_sample(
+                    buf,
+                    STATES_REGISTRY,
+                    &[("cluster", cluster.as_str())],
+                    1.0,
+                    t,
+                );
+            }
+        }
+        for (p, (image, form, from, to)) in states_pods(cluster).into_iter().enumerate() {
+            let pod = format!("node-agent-{cluster}-{p}");
+            let id = match form {
+                IdForm::DockerPullable => format!("docker-pullable://{}", image.image_id()),
+                IdForm::RepoDigest => image.image_id(),
+                IdForm::Bare => format!("sha256:{}", image.digest),
+            };
+            let spec = image.image();
+            let labels = [
+                ("cluster", cluster.as_str()),
+                ("namespace", ns),
+                ("pod", pod.as_str()),
+                ("uid", "0"),
+                ("container", "node-agent"),
+                ("image_spec", spec.as_str()),
+                ("image", spec.as_str()),
+                ("image_id", id.as_str()),
+                ("container_id", "containerd://s"),
+            ];
+            let buf = ds.family("kube_pod_container_info", "gauge");
+            for t in ts(from, to) {
+                push_sample(buf, "kube_pod_container_info", &labels, 1.0, t);
+            }
+        }
+    }
+    // st-12's DaemonSet: 2 desired and ready; 1 updated from base-50m on.
+    let labels = [
+        ("cluster", "st-12"),
+        ("namespace", ns),
+        ("daemonset", "node-agent"),
+    ];
+    for family in [
+        "kube_daemonset_status_desired_number_scheduled",
+        "kube_daemonset_status_updated_number_scheduled",
+        "kube_daemonset_status_number_ready",
+    ] {
+        let buf = ds.family(family, "gauge");
+        for t in ts(FROM, TO) {
+            let stalled = family.contains("updated") && t >= base - 3000;
+            push_sample(buf, family, &labels, if stalled { 1.0 } else { 2.0 }, t);
+        }
+    }
+}
+
+/// The promotion, support-window and states fleets (and the cluster registries) as
+/// OpenMetrics text.
 pub fn promotion_dataset(base: i64) -> String {
     let mut ds = Dataset::new();
     let ns = PROMO_NAMESPACE;
@@ -500,5 +613,6 @@ pub fn promotion_dataset(base: i64) -> String {
             }
         }
     }
+    write_states(&mut ds, base);
     ds.finish()
 }

@@ -53,9 +53,9 @@ pub struct VersionRow {
     pub targets: usize,
     /// Series (pods, for a pod selector) running it.
     pub pods: u64,
-    /// The first targets running it.
-    #[serde(rename = "targetNames")]
-    pub target_names: Vec<String>,
+    /// The targets running it, only when at most 8 do (else none: `targets` counts them).
+    #[serde(rename = "targetNames", skip_serializing_if = "Option::is_none")]
+    pub target_names: Option<Vec<String>>,
 }
 
 /// The target matrix before (or during) a release.
@@ -106,12 +106,6 @@ impl Engine {
         };
         let mut out = Outcome::new();
         describe(spec, &mut out.metadata);
-        let queries: BTreeMap<String, String> = out
-            .metadata
-            .iter()
-            .filter(|(k, _)| k.starts_with("query."))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
         let (out, judged) = match self
             .judge_fleet(spec, rs.no_data, &config, &pinned, out)
             .await
@@ -125,6 +119,13 @@ impl Engine {
                 ))
             }
         };
+        // After judging: the second round (the last-seen lookup) adds its query there.
+        let queries: BTreeMap<String, String> = out
+            .metadata
+            .iter()
+            .filter(|(k, _)| k.starts_with("query."))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
         let verdict = if !out.warnings.is_empty() {
             "Error"
         } else if judged.passes {
@@ -189,13 +190,18 @@ fn plan(
                 expected,
                 targets: 0,
                 pods: 0,
-                target_names: Vec::new(),
+                target_names: Some(Vec::new()),
             });
             r.targets += 1;
             r.pods += n;
-            if r.target_names.len() < NAMES_PER_VERSION {
-                r.target_names.push(target.clone());
-            }
+            // Names only while few run it; past that the row counts them.
+            r.target_names = match r.target_names.take() {
+                Some(mut names) if names.len() < NAMES_PER_VERSION => {
+                    names.push(target.clone());
+                    Some(names)
+                }
+                _ => None,
+            };
         };
         for (v, n) in &tv.versions {
             add(v.clone(), tv.matching.contains(v), *n);
@@ -247,10 +253,10 @@ mod tests {
             || f.outside_old.iter().any(|s| s.target == target)
         {
             "straggler"
-        } else if f.unheld.iter().any(|u| u.target == target) {
-            "not held"
         } else if is(&f.stalled_targets) {
             "stalled"
+        } else if f.unheld.iter().any(|u| u.target == target) {
+            "not held"
         } else if is(&f.on_supported) {
             "supported"
         } else if is(&f.current) {

@@ -11,7 +11,7 @@ use crate::spec::duration::format_duration;
 use crate::spec::{CohortTargets, FleetSpec};
 
 use super::report::{counted, display_target, human_age, listing, percent, plural};
-use super::state::Fleet;
+use super::state::{Fleet, TargetState};
 
 /// Who is in which cohort, on the live inventory.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -118,24 +118,28 @@ fn cohorts(spec: &FleetSpec, fleet: &Fleet, j: &mut Judgement) -> Result<(), Str
     // A required member the inventory lacks cannot be judged: it counts as not done.
     scoped.inventory_size += missing_required.len();
 
-    // Sets, not list scans: a cohort of 10,000 targets stays linear.
-    let done_set: BTreeSet<&str> = scoped
-        .current
-        .iter()
-        .map(String::as_str)
-        .chain(scoped.excepted.iter().map(|e| e.target.as_str()))
-        .collect();
+    // "Done" is one thing everywhere: on the expected version itself (held, no stall) or
+    // excepted; a target on a supported older version passes but is not done.
+    let states = fleet.states();
     let summary: Vec<String> = (0..=k)
         .map(|i| {
-            let done = m.members[i]
-                .iter()
-                .filter(|t| done_set.contains(t.as_str()))
-                .count();
-            format!(
+            let of = |want: fn(TargetState) -> bool| {
+                m.members[i]
+                    .iter()
+                    .filter(|t| states.get(t).is_some_and(want))
+                    .count()
+            };
+            let done = of(TargetState::done);
+            let supported = of(|s| s == TargetState::Supported);
+            let mut line = format!(
                 "{} {done} of {} done",
                 p.cohorts[i].name,
                 m.members[i].len() + m.missing[i].len()
-            )
+            );
+            if supported > 0 {
+                line.push_str(&format!(" ({supported} within the support window)"));
+            }
+            line
         })
         .collect();
     j.notes.push(format!(
@@ -160,18 +164,22 @@ fn cohorts(spec: &FleetSpec, fleet: &Fleet, j: &mut Judgement) -> Result<(), Str
     let later = m.missing[k + 1..].iter().flatten().count();
     if later > 0 {
         j.notes.push(format!(
-            "{later} members of later cohorts missing from the inventory ({})",
+            "{later} {} of later cohorts missing from the inventory ({})",
+            if later == 1 { "member" } else { "members" },
             listing(missing_named(spec, &m, k + 1..=p.cohorts.len() - 1))
         ));
     }
-    let excepted: BTreeSet<&str> = fleet.excepted.iter().map(|e| e.target.as_str()).collect();
-    let unselected: Vec<&String> = m
-        .unselected
-        .iter()
-        .filter(|t| !excepted.contains(t.as_str()))
-        .collect();
+    // No cohort will ever promote an unselected target, so it fails the gate unless there is
+    // nothing left to promote: excepted, or already current (on the expected version, held,
+    // no stall). An unselected target on a supported older version still fails: no cohort
+    // would bring it to the expected version.
+    let (settled, unselected): (Vec<&String>, Vec<&String>) = m.unselected.iter().partition(|t| {
+        matches!(
+            states.get(t),
+            Some(TargetState::Excepted | TargetState::Current)
+        )
+    });
     if !unselected.is_empty() {
-        let states = fleet.states();
         j.failures.push(format!(
             "{} {} in no cohort (unselected: {})",
             unselected.len(),
@@ -181,6 +189,18 @@ fn cohorts(spec: &FleetSpec, fleet: &Fleet, j: &mut Judgement) -> Result<(), Str
                 display_target(t, spec),
                 states.of(t)
             )))
+        ));
+    }
+    let current: Vec<&&String> = settled
+        .iter()
+        .filter(|t| states.get(t) == Some(TargetState::Current))
+        .collect();
+    if !current.is_empty() {
+        j.notes.push(format!(
+            "{} {} in no cohort already current, not failing ({})",
+            current.len(),
+            counted(g, current.len()),
+            listing(current.iter().map(|t| display_target(t, spec)))
         ));
     }
     let changing: BTreeSet<&str> = fleet
@@ -284,7 +304,7 @@ fn tiers(
             "completion tier {} ({} within {})",
             i + 1,
             percent(tier.share),
-            format_duration(tier.within)
+            tier_within(tier)
         );
         if elapsed < within {
             j.notes.push(format!(
@@ -302,16 +322,26 @@ fn tiers(
                 .filter(|t| !done.contains(t.as_str()))
                 .collect();
             j.failures.push(format!(
-                "{name} missed: {} of {} done {} after the start; missing {} {noun} ({})",
+                "{name} missed: {} of {} done {} after the start; missing {} {} ({})",
                 percent(share),
                 noun,
                 human_age(elapsed),
                 missing.len(),
+                counted(&spec.group_by, missing.len()),
                 listing(missing.iter().map(|t| display_target(t, spec)))
             ));
             j.value.insert("missedTier".into(), json!(i + 1));
             break;
         }
+    }
+}
+
+/// A tier's `within` as the spec wrote it.
+fn tier_within(tier: &crate::spec::CompletionTier) -> String {
+    if tier.within_text.is_empty() {
+        format_duration(tier.within)
+    } else {
+        tier.within_text.clone()
     }
 }
 

@@ -512,11 +512,20 @@ pub(crate) fn workload_selector(spec: &FleetSpec, metric: &str) -> String {
 }
 
 /// A PromQL label matcher (RE2, anchored by Prometheus) that matches the expected version:
-/// `(op, value)` with op `=` or `=~`. A bare digest also matches `<anything>@<digest>`.
+/// `(op, value)` with op `=` or `=~`. A bare digest also matches `<anything>@<digest>`; a
+/// digest reference also matches its Docker runtimes' spellings (`docker-pullable://...`), as
+/// [`ExpectedVersion::matches`] compares them in their normal form.
 pub(crate) fn expected_matcher(expected: &ExpectedVersion) -> (MatchKind, String) {
     match expected {
         ExpectedVersion::Exact(v) if crate::spec::is_bare_digest(v) => {
             (MatchKind::Regex, format!("(?:.*@)?{}", escape_regex(v)))
+        }
+        ExpectedVersion::Exact(v) if crate::spec::is_digest_reference(v) => {
+            let v = crate::spec::normal_version(v);
+            (
+                MatchKind::Regex,
+                format!("(?:docker-pullable://)?{}", escape_regex(v)),
+            )
         }
         ExpectedVersion::Exact(v) => (MatchKind::Equal, v.clone()),
         ExpectedVersion::Regex(r) => (MatchKind::Regex, r.source().to_string()),
@@ -718,6 +727,18 @@ mod tests {
             .is_match("sha256:35c1e11408120e3942e771102f0172aee75829d3a87f9f5909d53b5f40bfc814"));
         assert!(!anchored
             .is_match("sha256:35c1e11408120e3942e771102f0172aee75829d3a87f9f5909d53b5f40bfc81"));
+        let full = spec(
+            json!({"version": {"expected": "docker.io/a@sha256:35c1e11408120e3942e771102f0172aee75829d3a87f9f5909d53b5f40bfc814"}}),
+        );
+        let (op, re) = expected_matcher(&full.version.expected);
+        assert_eq!(op, MatchKind::Regex);
+        let anchored = regex::Regex::new(&format!("^(?:{re})$")).unwrap();
+        assert!(anchored.is_match(
+            "docker-pullable://docker.io/a@sha256:35c1e11408120e3942e771102f0172aee75829d3a87f9f5909d53b5f40bfc814"
+        ));
+        assert!(!anchored.is_match(
+            "quay.io/a@sha256:35c1e11408120e3942e771102f0172aee75829d3a87f9f5909d53b5f40bfc814"
+        ));
         let tag = spec(json!({"version": {"label": "image", "expected": "a:1"}}));
         assert_eq!(
             expected_matcher(&tag.version.expected),

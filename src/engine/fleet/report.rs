@@ -10,7 +10,7 @@ use crate::engine::result::format_count;
 use crate::spec::duration::format_duration;
 use crate::spec::{is_bare_digest, FleetSpec};
 
-use super::state::{Excused, Fleet, Straggler, Workload};
+use super::state::{Excused, Fleet, Straggler, TargetState, Workload};
 
 /// Targets named in a message per list; the rest is a count.
 const SHOWN: usize = 10;
@@ -61,11 +61,7 @@ pub(crate) fn message(spec: &FleetSpec, fleet: &Fleet, last_seen: &LastSeen, at:
         ));
     }
     if !fleet.unheld.is_empty() {
-        let hold = spec
-            .promotion
-            .hold_for
-            .map(format_duration)
-            .unwrap_or_default();
+        let hold = hold_for_text(spec);
         parts.push(format!(
             "{} of {n} {noun} not held for {hold} ({})",
             fleet.unheld.len(),
@@ -95,7 +91,9 @@ pub(crate) fn message(spec: &FleetSpec, fleet: &Fleet, last_seen: &LastSeen, at:
             listing(fleet.stalled.iter().map(workload_item))
         ));
     }
-    let done = fleet.current.len() + fleet.excepted_expected;
+    // "On the expected version": a supported target is named in its own part below.
+    let done =
+        fleet.current.len().saturating_sub(fleet.on_supported.len()) + fleet.excepted_expected;
     let summary = if fleet.stragglers.is_empty()
         && fleet.silent.is_empty()
         && fleet.unheld.is_empty()
@@ -118,15 +116,33 @@ pub(crate) fn message(spec: &FleetSpec, fleet: &Fleet, last_seen: &LastSeen, at:
         )
     };
     parts.push(summary);
-    let outside_old: BTreeSet<&str> = fleet
-        .outside_old
-        .iter()
-        .map(|s| s.target.as_str())
-        .collect();
+    if !fleet.outside_supported.is_empty() {
+        let k = fleet.outside_supported.len();
+        let versions: BTreeSet<String> = fleet
+            .outside_supported
+            .iter()
+            .filter_map(|t| fleet.by_target.get(t))
+            .flat_map(|v| v.supported.iter().map(|x| short_version(x)))
+            .collect();
+        parts.push(format!(
+            "{k} {} outside the inventory {} {}, within the support window ({})",
+            counted(&spec.group_by, k),
+            run(k),
+            versions.into_iter().collect::<Vec<_>>().join(" or "),
+            listing(
+                fleet
+                    .outside_supported
+                    .iter()
+                    .map(|t| display_target(t, spec))
+            )
+        ));
+    }
+    // Outside the inventory and on the expected version: the one state that says so.
+    let states = fleet.states();
     let outside_current: Vec<&String> = fleet
         .unexpected
         .iter()
-        .filter(|t| !outside_old.contains(t.as_str()))
+        .filter(|t| states.get(t) == Some(TargetState::Unexpected))
         .collect();
     if !outside_current.is_empty() {
         parts.push(format!(
@@ -244,6 +260,7 @@ pub(crate) fn value(spec: &FleetSpec, fleet: &Fleet) -> Value {
         "notHeld": fleet.unheld.len(),
         "stalledTargets": fleet.stalled_targets.len(),
         "onSupported": fleet.on_supported.len(),
+        "supportedOutsideInventory": fleet.outside_supported.len(),
         "minCompletion": spec.min_completion,
         "versions": counts(&fleet.versions),
         "unlabelled": fleet.unlabelled,
@@ -275,6 +292,7 @@ pub(crate) fn metadata(fleet: &Fleet, last_seen: &LastSeen, meta: &mut BTreeMap<
     );
     put("stalledTargets", fleet.stalled_targets.clone());
     put("onSupported", fleet.on_supported.clone());
+    put("supportedOutsideInventory", fleet.outside_supported.clone());
     put("unexpected", fleet.unexpected.clone());
     put(
         "stragglersOutsideInventory",
@@ -380,7 +398,13 @@ fn units(spec: &FleetSpec, n: u64) -> String {
 /// support window, `edge-17 runs 1.4.2, outside the support window`.
 pub(crate) fn straggler_item(s: &Straggler, spec: &FleetSpec) -> String {
     if !spec.version.supported.is_empty() && !s.versions.is_empty() {
-        let versions: Vec<String> = s.versions.iter().map(|v| short_version(v)).collect();
+        let versions: Vec<String> = s
+            .versions
+            .iter()
+            .map(|v| short_version(v))
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
         return format!(
             "{} runs {}, outside the support window",
             display_target(&s.target, spec),
@@ -438,34 +462,23 @@ fn workload_item(w: &Workload) -> String {
 
 /// The other versions of a set of stragglers, for "still run ...".
 fn old_versions(stragglers: &[Straggler], label: &str) -> String {
-    let mut versions: BTreeMap<&str, ()> = BTreeMap::new();
+    // By the form shown: two spellings that read the same are named once.
+    let mut versions: BTreeMap<String, ()> = BTreeMap::new();
     let mut unlabelled = false;
     for s in stragglers {
         for v in &s.versions {
-            versions.insert(v, ());
+            versions.insert(short_version(v), ());
         }
         unlabelled |= s.unlabelled > 0;
     }
     match (versions.len(), unlabelled) {
         (0, _) => format!("containers without {label}"),
-        (1, false) => versions
-            .keys()
-            .next()
-            .map(|v| short_version(v))
-            .unwrap_or_default(),
+        (1, false) => versions.keys().next().cloned().unwrap_or_default(),
         (1, true) => format!(
             "{} or no {label}",
-            versions
-                .keys()
-                .next()
-                .map(|v| short_version(v))
-                .unwrap_or_default()
+            versions.keys().next().cloned().unwrap_or_default()
         ),
-        (n, _) if n <= 3 => versions
-            .keys()
-            .map(|v| short_version(v))
-            .collect::<Vec<_>>()
-            .join(" or "),
+        (n, _) if n <= 3 => versions.keys().cloned().collect::<Vec<_>>().join(" or "),
         (n, _) => format!("{n} other versions"),
     }
 }
@@ -483,6 +496,15 @@ pub(crate) fn short_version(v: &str) -> String {
         return format!("{cut}…");
     }
     v.to_string()
+}
+
+/// `holdFor` as the spec wrote it.
+pub(crate) fn hold_for_text(spec: &FleetSpec) -> String {
+    match (&spec.promotion.hold_for_text, spec.promotion.hold_for) {
+        (Some(text), _) => text.clone(),
+        (None, Some(d)) => format_duration(d),
+        (None, None) => String::new(),
+    }
 }
 
 /// "run" or "runs" after a count of targets.

@@ -199,7 +199,12 @@ fn prometheus_rule(template: &str, metric: &str, spec: &FleetSpec) -> Prometheus
         let Some(inventory) = inventory(spec) else {
             break;
         };
-        let within = format_duration(tier.within);
+        // As the spec wrote it, as in the gate's message.
+        let within = if tier.within_text.is_empty() {
+            format_duration(tier.within)
+        } else {
+            tier.within_text.clone()
+        };
         let share = crate::engine::result::format_number(tier.share);
         let start = match spec.promotion.started_at {
             Some(t) => t.timestamp().to_string(),

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use chrono::{DateTime, Utc};
 
 use crate::prometheus::QueryData;
-use crate::spec::{FleetSpec, VersionSpec};
+use crate::spec::{normal_version, FleetSpec, VersionSpec};
 
 use super::promql::StallKind;
 
@@ -57,12 +57,15 @@ pub(crate) fn read_view(
             entry.unlabelled += count;
             continue;
         };
+        // Counted and shown in the normal form: one digest in two runtimes' spellings is one
+        // version. Matched as written (an exact version compares normal forms itself; a regex
+        // reads the value as PromQL's `=~` does).
         let key = match values.as_slice() {
-            [one] => one.to_string(),
+            [one] => normal_version(one).to_string(),
             many => versions
                 .iter()
                 .zip(many)
-                .map(|(v, x)| format!("{}={x}", v.label))
+                .map(|(v, x)| format!("{}={}", v.label, normal_version(x)))
                 .collect::<Vec<_>>()
                 .join(", "),
         };
@@ -301,6 +304,52 @@ pub(crate) struct Excused {
     pub until: String,
 }
 
+/// The one state of a classified target. Decided once, in [`classify`]; the gate's lists and
+/// counts, its message, `fleet plan` and `fleet versions` all read it. When several apply, the
+/// first of this order wins (docs/fleet.md, "States").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum TargetState {
+    /// Under an exception whose `until` has not passed at the evaluation time.
+    Excepted,
+    /// Expected, and no sample within maxStaleness.
+    Silent,
+    /// Runs a version neither expected nor supported (or none), in or outside the inventory.
+    Straggler,
+    /// Otherwise current, with a stalled workload now.
+    Stalled,
+    /// Current now, but not at every step of `holdFor`.
+    NotHeld,
+    /// Current through the support window: some series on a supported older version.
+    Supported,
+    /// Expected, and every series on the expected version (held, no stall).
+    Current,
+    /// Outside the inventory, on the expected version.
+    Unexpected,
+}
+
+impl TargetState {
+    /// The word `fleet plan` and the messages use.
+    pub(crate) fn word(self) -> &'static str {
+        match self {
+            TargetState::Excepted => "excepted",
+            TargetState::Silent => "silent",
+            TargetState::Straggler => "straggler",
+            TargetState::Stalled => "stalled",
+            TargetState::NotHeld => "not held",
+            TargetState::Supported => "supported",
+            TargetState::Current => "current",
+            TargetState::Unexpected => "unexpected",
+        }
+    }
+
+    /// Done, for the promotion's progress and the completion tiers: on the expected version
+    /// itself (held, no stall), or excepted. A target on a supported older version passes the
+    /// gate but is not done.
+    pub(crate) fn done(self) -> bool {
+        matches!(self, TargetState::Current | TargetState::Excepted)
+    }
+}
+
 /// The fleet, classified.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Fleet {
@@ -351,6 +400,11 @@ pub(crate) struct Fleet {
     pub stalled_outside: usize,
     /// The versions each reporting target runs (the view it was judged on).
     pub by_target: BTreeMap<String, TargetVersions>,
+    /// Reporting targets outside the inventory on a supported older version (none outside it).
+    pub outside_supported: Vec<String>,
+    /// Every classified target's one state (expected targets, and reporting ones outside the
+    /// inventory; fleet-wide, also in a cohort gate's scope).
+    pub state: HashMap<String, TargetState>,
 }
 
 impl Fleet {
@@ -376,53 +430,27 @@ impl Fleet {
             && self.stalled_outside == 0
     }
 
-    /// Share of expected targets on the expected version itself (held) or excepted: the
-    /// completion tiers' measure (a target on a supported version is not done).
+    /// Share of expected targets that are done ([`TargetState::done`]): the completion tiers'
+    /// measure and the promotion's progress (a target on a supported version is not done).
     pub(crate) fn done_share(&self) -> f64 {
         if self.inventory_size == 0 {
             return 1.0;
         }
-        let done = self.current.len() - self.on_supported.len() + self.excepted_expected;
-        done as f64 / self.inventory_size as f64
+        self.done_targets().len() as f64 / self.inventory_size as f64
     }
 
-    /// The targets that count as done for the completion tiers: current on the expected
-    /// version itself, or excepted.
+    /// The expected targets that are done ([`TargetState::done`]).
     pub(crate) fn done_targets(&self) -> BTreeSet<&str> {
-        let supported: BTreeSet<&str> = self.on_supported.iter().map(String::as_str).collect();
-        self.current
+        self.inventory
             .iter()
             .map(String::as_str)
-            .filter(|t| !supported.contains(t))
-            .chain(self.excepted.iter().map(|e| e.target.as_str()))
+            .filter(|t| self.state.get(*t).is_some_and(|s| s.done()))
             .collect()
     }
 
-    /// Every classified target's state as a word, built once: `fleet plan` and the gate's
-    /// list of unselected targets ask for thousands of targets, and a scan of the state lists
-    /// per target made both quadratic in the fleet's size.
+    /// Every classified target's state, as [`classify`] decided it.
     pub(crate) fn states(&self) -> States<'_> {
-        let mut words: HashMap<&str, &'static str> = HashMap::new();
-        // In order of precedence: a target in several lists takes the first one's word.
-        let w = &mut words;
-        put_words(
-            w,
-            self.excepted.iter().map(|e| e.target.as_str()),
-            "excepted",
-        );
-        put_words(w, self.silent.iter().map(String::as_str), "silent");
-        let old = self.stragglers.iter().chain(&self.outside_old);
-        put_words(w, old.map(|s| s.target.as_str()), "straggler");
-        put_words(w, self.unheld.iter().map(|u| u.target.as_str()), "not held");
-        put_words(
-            w,
-            self.stalled_targets.iter().map(String::as_str),
-            "stalled",
-        );
-        put_words(w, self.on_supported.iter().map(String::as_str), "supported");
-        put_words(w, self.current.iter().map(String::as_str), "current");
-        put_words(w, self.unexpected.iter().map(String::as_str), "unexpected");
-        States(words)
+        States(&self.state)
     }
 
     /// The same fleet seen through `keep` only (a cohort gate's scope): lists and counts of
@@ -481,25 +509,19 @@ impl Fleet {
     }
 }
 
-/// The state words of a classified fleet ([`Fleet::states`]).
+/// The states of a classified fleet ([`Fleet::states`]).
 #[derive(Debug)]
-pub(crate) struct States<'a>(HashMap<&'a str, &'static str>);
+pub(crate) struct States<'a>(&'a HashMap<String, TargetState>);
 
 impl States<'_> {
     /// The state of `target` (`current`, `straggler`, ...; `unknown` when not classified).
     pub(crate) fn of(&self, target: &str) -> &'static str {
-        self.0.get(target).copied().unwrap_or("unknown")
+        self.get(target).map_or("unknown", TargetState::word)
     }
-}
 
-/// Gives `word` to each of `targets` that has none yet.
-fn put_words<'a>(
-    words: &mut HashMap<&'a str, &'static str>,
-    targets: impl Iterator<Item = &'a str>,
-    word: &'static str,
-) {
-    for t in targets {
-        words.entry(t).or_insert(word);
+    /// The state of `target`, when classified.
+    pub(crate) fn get(&self, target: &str) -> Option<TargetState> {
+        self.0.get(target).copied()
     }
 }
 
@@ -554,75 +576,8 @@ pub(crate) fn classify(spec: &FleetSpec, at: DateTime<Utc>, inputs: Inputs) -> F
         }
     }
 
-    let empty = TargetVersions::default();
-    let no_init = View::new();
-    let init_view = init.as_ref().unwrap_or(&no_init);
-    let mut targets: BTreeSet<&str> = inventory.iter().map(String::as_str).collect();
-    targets.extend(views.keys().copied());
-    for target in targets {
-        let expected = inventory.contains(target);
-        let seen = views.get(target);
-        if let Some(e) = active.get(target) {
-            if expected || seen.is_some() {
-                fleet.excepted.push(Excused {
-                    target: target.to_string(),
-                    reason: e.reason.clone(),
-                    until: e.until_text.clone(),
-                });
-                fleet.excepted_expected += usize::from(expected);
-            }
-            if let Some((v, _)) = seen {
-                tally(&mut fleet, v, init_view.get(target));
-                fleet.by_target.insert(target.to_string(), (*v).clone());
-            }
-            continue;
-        }
-        let Some(&(versions, stale_view)) = seen else {
-            if expected {
-                fleet.silent.push(target.to_string());
-            }
-            continue;
-        };
-        if stale_view {
-            fleet.from_last_samples.push(target.to_string());
-        }
-        // Init containers are read from the current view only.
-        let init_versions = if stale_view {
-            None
-        } else {
-            init_view.get(target)
-        };
-        tally(&mut fleet, versions, init_versions);
-        fleet.by_target.insert(target.to_string(), versions.clone());
-        let straggler = straggler(target, versions, init_versions.unwrap_or(&empty));
-        let unheld = held.as_ref().and_then(|h| {
-            let steps = h.steps.get(target).copied().unwrap_or(0);
-            (steps < h.needed).then(|| Unheld {
-                target: target.to_string(),
-                last_change: h.last_bad.get(target).copied(),
-                steps,
-            })
-        });
-        match (expected, straggler) {
-            (true, None) if unheld.is_some() => fleet.unheld.extend(unheld),
-            (true, None) => {
-                if versions
-                    .versions
-                    .keys()
-                    .any(|v| versions.supported.contains(v))
-                {
-                    fleet.on_supported.push(target.to_string());
-                }
-                fleet.current.push(target.to_string());
-            }
-            (true, Some(s)) => fleet.stragglers.push(s),
-            (false, s) => {
-                fleet.unexpected.push(target.to_string());
-                fleet.outside_old.extend(s);
-            }
-        }
-    }
-
+    // Stalls first: a stalled workload decides its target's state before `holdFor` does (a
+    // target whose DaemonSet is stalled now is stalled, not "not held").
     // One entry per workload (several conditions of one DaemonSet merge), found through a
     // map: mid-rollout, thousands of targets each have a workload not yet updated.
     let mut merged: Vec<Workload> = Vec::new();
@@ -663,20 +618,114 @@ pub(crate) fn classify(spec: &FleetSpec, at: DateTime<Utc>, inputs: Inputs) -> F
         merged.into_iter().partition(|w| w.fails);
     // A stalled workload makes its target incomplete (minCompletion decides); outside the
     // inventory there is no share to spend, so it fails by itself.
-    // Sets, not a search of `current` per workload: the move stays linear in the fleet.
-    let mut moved: BTreeSet<String> = BTreeSet::new();
-    {
-        let current: BTreeSet<&str> = fleet.current.iter().map(String::as_str).collect();
-        for w in &stalled {
-            if !inventory.contains(&w.target) {
-                fleet.stalled_outside += 1;
-            } else if current.contains(w.target.as_str()) && moved.insert(w.target.clone()) {
-                fleet.stalled_targets.push(w.target.clone());
+    let stalled_set: BTreeSet<String> = stalled.iter().map(|w| w.target.clone()).collect();
+    fleet.stalled_outside = stalled
+        .iter()
+        .filter(|w| !inventory.contains(&w.target))
+        .count();
+
+    let empty = TargetVersions::default();
+    let no_init = View::new();
+    let init_view = init.as_ref().unwrap_or(&no_init);
+    let mut targets: BTreeSet<&str> = inventory.iter().map(String::as_str).collect();
+    targets.extend(views.keys().copied());
+    for target in targets {
+        let expected = inventory.contains(target);
+        let seen = views.get(target);
+        if let Some(e) = active.get(target) {
+            if expected || seen.is_some() {
+                fleet.excepted.push(Excused {
+                    target: target.to_string(),
+                    reason: e.reason.clone(),
+                    until: e.until_text.clone(),
+                });
+                fleet.excepted_expected += usize::from(expected);
+                fleet
+                    .state
+                    .insert(target.to_string(), TargetState::Excepted);
             }
+            if let Some((v, _)) = seen {
+                tally(&mut fleet, v, init_view.get(target));
+                fleet.by_target.insert(target.to_string(), (*v).clone());
+            }
+            continue;
         }
+        let Some(&(versions, stale_view)) = seen else {
+            if expected {
+                fleet.silent.push(target.to_string());
+                fleet.state.insert(target.to_string(), TargetState::Silent);
+            }
+            continue;
+        };
+        if stale_view {
+            fleet.from_last_samples.push(target.to_string());
+        }
+        // Init containers are read from the current view only.
+        let init_versions = if stale_view {
+            None
+        } else {
+            init_view.get(target)
+        };
+        tally(&mut fleet, versions, init_versions);
+        fleet.by_target.insert(target.to_string(), versions.clone());
+        let straggler = straggler(target, versions, init_versions.unwrap_or(&empty));
+        let stalled_now = stalled_set.contains(target);
+        let on_supported = versions
+            .versions
+            .keys()
+            .any(|v| versions.supported.contains(v));
+        let unheld = held.as_ref().and_then(|h| {
+            let steps = h.steps.get(target).copied().unwrap_or(0);
+            (steps < h.needed).then(|| Unheld {
+                target: target.to_string(),
+                last_change: h.last_bad.get(target).copied(),
+                steps,
+            })
+        });
+        // The one decision, in the order of precedence of `TargetState`.
+        let state = match (expected, straggler) {
+            (true, Some(s)) => {
+                fleet.stragglers.push(s);
+                TargetState::Straggler
+            }
+            (false, Some(s)) => {
+                fleet.unexpected.push(target.to_string());
+                fleet.outside_old.push(s);
+                TargetState::Straggler
+            }
+            (true, None) if stalled_now => {
+                fleet.stalled_targets.push(target.to_string());
+                TargetState::Stalled
+            }
+            (true, None) => match unheld {
+                Some(u) => {
+                    fleet.unheld.push(u);
+                    TargetState::NotHeld
+                }
+                None if on_supported => {
+                    fleet.on_supported.push(target.to_string());
+                    fleet.current.push(target.to_string());
+                    TargetState::Supported
+                }
+                None => {
+                    fleet.current.push(target.to_string());
+                    TargetState::Current
+                }
+            },
+            (false, None) => {
+                fleet.unexpected.push(target.to_string());
+                if stalled_now {
+                    TargetState::Stalled
+                } else if on_supported {
+                    fleet.outside_supported.push(target.to_string());
+                    TargetState::Supported
+                } else {
+                    TargetState::Unexpected
+                }
+            }
+        };
+        fleet.state.insert(target.to_string(), state);
     }
-    fleet.current.retain(|t| !moved.contains(t));
-    fleet.on_supported.retain(|t| !moved.contains(t));
     fleet.stalled = stalled;
     fleet.noticed = noticed;
     fleet.inventory = inventory;

@@ -54,6 +54,8 @@ pub struct CompletionTier {
     pub share: f64,
     /// Deadline, from the rollout's start.
     pub within: Duration,
+    /// `within` as written (`48h` stays `48h` in messages).
+    pub within_text: String,
 }
 
 /// The promotion part of a fleet spec.
@@ -65,6 +67,8 @@ pub struct Promotion {
     pub cohort: Option<usize>,
     /// A target counts as current only when it has been so for this long.
     pub hold_for: Option<Duration>,
+    /// `holdFor` as written, for messages.
+    pub hold_for_text: Option<String>,
     /// How much history Prometheus keeps (a hint that bounds `holdFor`).
     pub retention: Duration,
     /// Completion SLO tiers, by deadline.
@@ -110,6 +114,11 @@ pub(crate) fn read_promotion(
     };
     let retention = f.duration("retention")?.unwrap_or(DEFAULT_RETENTION);
     let hold_for = f.duration("holdFor")?;
+    let hold_for_text = hold_for.and(
+        f.get("holdFor")
+            .and_then(Value::as_str)
+            .map(|t| t.trim().to_string()),
+    );
     if let Some(h) = hold_for {
         if h < Duration::from_secs(60) {
             return Err(SpecError::Invalid {
@@ -158,6 +167,7 @@ pub(crate) fn read_promotion(
         cohorts,
         cohort,
         hold_for,
+        hold_for_text,
         retention,
         completion,
         started_at,
@@ -337,6 +347,12 @@ fn read_tiers(f: &mut ObjectReader<'_>) -> Result<Vec<CompletionTier>, SpecError
             }
         };
         let within_path = t.path_of("within");
+        let within_text = t
+            .get("within")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .trim()
+            .to_string();
         let Some(within) = t.duration("within")? else {
             return Err(SpecError::Missing {
                 path: within_path,
@@ -367,7 +383,11 @@ fn read_tiers(f: &mut ObjectReader<'_>) -> Result<Vec<CompletionTier>, SpecError
                 });
             }
         }
-        tiers.push(CompletionTier { share, within });
+        tiers.push(CompletionTier {
+            share,
+            within,
+            within_text,
+        });
     }
     Ok(tiers)
 }
