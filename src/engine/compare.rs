@@ -38,6 +38,9 @@ impl Engine {
             };
             out.metadata.insert("check.from".into(), basis.into());
         }
+        if let Some(e) = super::run_clock_missing(form_queries(&spec.form), opts) {
+            return out.error(e);
+        }
         match &spec.form {
             CompareForm::Ratio {
                 canary,
@@ -236,7 +239,7 @@ impl Engine {
     ) -> Result<(QueryData, Vec<String>), PrometheusError> {
         let start = end - chrono::Duration::from_std(window).unwrap_or(chrono::Duration::zero());
         let request = QueryRequest::Range {
-            query: query.to_string(),
+            query: super::run_clocked(query, opts),
             start,
             end,
             step,
@@ -368,6 +371,20 @@ fn look_text(look: Look) -> String {
     match look.planned {
         Some(n) => format!("{} of {n}", look.index),
         None => format!("{} (open-ended run)", look.index),
+    }
+}
+
+/// The queries a compare form is written with.
+fn form_queries(form: &CompareForm) -> Vec<&str> {
+    match form {
+        CompareForm::Ratio { canary, stable, .. } => vec![
+            canary.bad.as_str(),
+            canary.total.as_str(),
+            stable.bad.as_str(),
+            stable.total.as_str(),
+        ],
+        CompareForm::Distribution { canary, stable, .. }
+        | CompareForm::Histogram { canary, stable, .. } => vec![canary.as_str(), stable.as_str()],
     }
 }
 

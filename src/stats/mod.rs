@@ -17,6 +17,7 @@ mod autocorrelation;
 mod binomial;
 mod buckets;
 mod distribution;
+mod edetector;
 mod error;
 mod fisher;
 mod format;
@@ -39,6 +40,7 @@ pub use distribution::{
     compare_distributions, AutocorrelationSummary, Classification, Direction, DistOptions,
     DistOutcome, SampleSummary, ShiftInterval,
 };
+pub use edetector::{EDetector, EDetectorOutcome, RatioCounts, Tolerance};
 pub use error::StatsError;
 pub use fisher::fisher_exact_one_sided;
 pub use histogram::{
