@@ -48,6 +48,13 @@ impl Engine {
                 margin,
                 min_requests,
             } => {
+                let mut out = match self
+                    .measure_open_ended(out, cx, spec, [canary, stable], *margin, *min_requests)
+                    .await
+                {
+                    Ok(done) => return done,
+                    Err(out) => out,
+                };
                 let counts = self.ratio_counts(config, canary, stable, opts).await;
                 let [cb, ct, sb, st] = match counts {
                     Err((what, e)) => return out.error(format!("compare.{what} failed: {e}")),
@@ -287,7 +294,7 @@ fn single_number(data: &QueryData) -> Result<f64, NoData> {
 
 // A float-to-int `as` saturates: a finite positive count above u64::MAX becomes u64::MAX.
 #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-fn count(v: f64) -> u64 {
+pub(super) fn count(v: f64) -> u64 {
     if v.is_finite() && v > 0.0 {
         v.round() as u64
     } else {

@@ -30,6 +30,7 @@ pub(crate) mod dashboard;
 mod fleet;
 mod guard;
 mod no_data;
+mod open_ended;
 mod query;
 pub(crate) mod result;
 pub mod rules;
@@ -119,6 +120,8 @@ pub struct Engine {
     observer: Option<QueryObserver>,
     /// Where the calls of surfaces without a run start stand in their runs.
     runs: runs::RunClock,
+    /// The e-detectors of the open-ended runs this process serves.
+    detectors: open_ended::Detectors,
 }
 
 impl std::fmt::Debug for Engine {
@@ -138,6 +141,7 @@ impl Engine {
             addresses,
             observer: None,
             runs: runs::RunClock::default(),
+            detectors: open_ended::Detectors::default(),
         }
     }
 

@@ -101,6 +101,9 @@ pub struct EDetectorOutcome {
     pub total: RatioCounts,
     /// The canary's rate as a multiple of the highest healthy rate that carries the evidence.
     pub alternative: f64,
+    /// The check's run clock (time since the run began), when the caller knows it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub elapsed: Option<String>,
 }
 
 /// Counts of one stretch of cells.
@@ -312,6 +315,12 @@ impl EDetector {
         self.cells += 1;
     }
 
+    /// Passes over `n` cells that will not be read (older than a reader looks back): they add
+    /// no evidence and no possible starts, and later starts keep their thresholds.
+    pub fn skip(&mut self, n: u64) {
+        self.cells = self.cells.saturating_add(n);
+    }
+
     /// Stable's rate over the previous cells (before the cell it is used for).
     fn stable_estimate(&self) -> f64 {
         let (bad, total) = self
@@ -354,6 +363,7 @@ impl EDetector {
             since: RatioCounts::from_array(since),
             total: RatioCounts::from_array(self.totals),
             alternative,
+            elapsed: None,
         }
     }
 }
