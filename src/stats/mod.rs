@@ -27,6 +27,7 @@ mod histogram_simulation;
 mod hodges_lehmann;
 mod mann_whitney;
 mod normal;
+mod open_ended_simulation;
 mod pairwise;
 mod ratio;
 mod rng;
@@ -56,6 +57,9 @@ pub use mann_whitney::{
 pub use ratio::{
     compare_ratio, enough_requests, ratio_p_value, RatioInput, RatioOptions, RatioOutcome,
     RatioSide, RatioTest,
+};
+pub use open_ended_simulation::{
+    open_ended_scenarios, simulate_open_ended, wilson, OpenEndedRow, OpenEndedScenario,
 };
 pub use rng::{BinomialSampler, SplitMix64};
 pub use sequential::{look_alpha, spent_alpha, Design, Look};
