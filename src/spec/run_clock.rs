@@ -116,8 +116,14 @@ mod tests {
     fn leaves_other_brackets_alone() {
         let q = r#"sum(increase(x{path=~"[[:alpha:]]+"}[5m]))"#;
         assert!(!uses_run_clock(q));
-        assert!(matches!(fill_run_clock(q, None, t(0)).unwrap(), Cow::Borrowed(_)));
-        assert_eq!(replace_run_clock("a[[run.other]]b", "1s"), "a[[run.other]]b");
+        assert!(matches!(
+            fill_run_clock(q, None, t(0)).unwrap(),
+            Cow::Borrowed(_)
+        ));
+        assert_eq!(
+            replace_run_clock("a[[run.other]]b", "1s"),
+            "a[[run.other]]b"
+        );
         assert_eq!(replace_run_clock("[[ [[run.elapsed]]", "9s"), "[[ 9s");
     }
 

@@ -52,7 +52,9 @@ pub struct Tolerance {
 impl Tolerance {
     /// The highest healthy canary rate next to a stable rate `p`.
     fn bound(&self, p: f64) -> f64 {
-        ((1.0 + self.max_increase) * p).max(p + self.margin).min(1.0)
+        ((1.0 + self.max_increase) * p)
+            .max(p + self.margin)
+            .min(1.0)
     }
 }
 
@@ -159,7 +161,11 @@ fn f(x: u64) -> f64 {
 fn binom_ll(x: f64, n: f64, p: f64) -> f64 {
     let p = p.clamp(RATE_FLOOR, 1.0 - RATE_FLOOR);
     let a = if x > 0.0 { x * p.ln() } else { 0.0 };
-    let b = if n - x > 0.0 { (n - x) * (1.0 - p).ln() } else { 0.0 };
+    let b = if n - x > 0.0 {
+        (n - x) * (1.0 - p).ln()
+    } else {
+        0.0
+    };
     a + b
 }
 
@@ -207,9 +213,21 @@ fn healthy_max_ll(cell: &RatioInput, tol: Tolerance) -> f64 {
     // Outside the null: its supremum lies on the boundary, the larger of the relative and the
     // absolute part's (each concave along its line).
     let theta = 1.0 + tol.max_increase;
-    let rel = max_concave(RATE_FLOOR, (1.0 / theta).min(1.0) - RATE_FLOOR, |p| {
-        binom_ll(xc, nc, theta * p) + binom_ll(xs, ns, p)
-    });
+    // On `p_c = θ p` the score equation is a quadratic (Farrington & Manning's restricted
+    // MLE): `θ(n_c + n_s) p² − (θ n_c + n_s + x_c + θ x_s) p + x_c + x_s = 0`, smaller root.
+    let rel_ll = |p: f64| binom_ll(xc, nc, theta * p) + binom_ll(xs, ns, p);
+    let (a, b, c) = (
+        theta * (nc + ns),
+        -(theta * nc + ns + xc + theta * xs),
+        xc + xs,
+    );
+    let disc = (b * b - 4.0 * a * c).max(0.0);
+    let root = (-b - disc.sqrt()) / (2.0 * a);
+    let rel = if root.is_finite() {
+        rel_ll(root.clamp(RATE_FLOOR, (1.0 / theta).min(1.0) - RATE_FLOOR))
+    } else {
+        max_concave(RATE_FLOOR, (1.0 / theta).min(1.0) - RATE_FLOOR, rel_ll)
+    };
     let abs = if tol.margin > 0.0 {
         max_concave(RATE_FLOOR, 1.0 - tol.margin - RATE_FLOOR, |p| {
             binom_ll(xc, nc, p + tol.margin) + binom_ll(xs, ns, p)
@@ -339,7 +357,9 @@ impl EDetector {
             .zip(LAMBDAS)
             .max_by(|(a, _), (b, _)| (a.sum + a.best_start).total_cmp(&(b.sum + b.best_start)));
         let (log_e, since_cell, before, alternative) = match best {
-            Some((t, l)) if self.cells > 0 => (t.sum + t.best_start, t.best_start_cell, t.before, l),
+            Some((t, l)) if self.cells > 0 => {
+                (t.sum + t.best_start, t.best_start_cell, t.before, l)
+            }
             _ => (0.0, 0, [0; 4], LAMBDAS[0]),
         };
         let evidence = log_e.exp();
@@ -377,7 +397,11 @@ impl EDetectorOutcome {
             super::format::percent(s.canary_rate()),
             super::format::percent(s.stable_rate()),
             self.cells - self.since_cell,
-            if self.cells - self.since_cell == 1 { "" } else { "s" }
+            if self.cells - self.since_cell == 1 {
+                ""
+            } else {
+                "s"
+            }
         );
         match self.verdict {
             super::Verdict::Worse => format!(
@@ -430,6 +454,28 @@ mod tests {
     };
 
     #[test]
+    fn the_closed_form_boundary_fit_is_the_maximum() {
+        let theta: f64 = 1.2;
+        for (xc, nc, xs, ns) in [
+            (30u64, 1000u64, 5u64, 1000u64),
+            (3, 20, 0, 30),
+            (500, 600, 100, 900),
+        ] {
+            let c = cell(xc, nc, xs, ns);
+            let t = Tolerance {
+                max_increase: 0.2,
+                margin: 0.0,
+            };
+            let fitted = healthy_max_ll(&c, t);
+            let (xc, nc, xs, ns) = (xc as f64, nc as f64, xs as f64, ns as f64);
+            let searched = max_concave(RATE_FLOOR, 1.0 / theta - RATE_FLOOR, |p| {
+                binom_ll(xc, nc, theta * p) + binom_ll(xs, ns, p)
+            });
+            assert!((fitted - searched).abs() < 1e-6, "{fitted} vs {searched}");
+        }
+    }
+
+    #[test]
     fn healthy_cells_carry_no_evidence() {
         let null = healthy_max_ll(&cell(10, 1000, 10, 1000), TOL);
         let unrestricted = binom_ll(10.0, 1000.0, 0.01) * 2.0;
@@ -448,7 +494,10 @@ mod tests {
     fn a_late_regression_is_caught_within_a_few_cells() {
         let mut rng = SplitMix64::new(7);
         let mut d = EDetector::new(TOL, 0.95).unwrap();
-        let (one, three) = (BinomialSampler::new(2000, 0.01), BinomialSampler::new(2000, 0.03));
+        let (one, three) = (
+            BinomialSampler::new(2000, 0.01),
+            BinomialSampler::new(2000, 0.03),
+        );
         for _ in 0..6000 {
             let (c, s) = (one.sample(&mut rng), one.sample(&mut rng));
             d.push(cell(c, 2000, s, 2000));

@@ -54,12 +54,12 @@ pub use hodges_lehmann::{hodges_lehmann, HodgesLehmann};
 pub use mann_whitney::{
     mann_whitney_u, mann_whitney_u_with, Alternative, MannWhitney, Method, MethodChoice,
 };
+pub use open_ended_simulation::{
+    open_ended_scenarios, simulate_open_ended, wilson, OpenEndedRow, OpenEndedScenario,
+};
 pub use ratio::{
     compare_ratio, enough_requests, ratio_p_value, RatioInput, RatioOptions, RatioOutcome,
     RatioSide, RatioTest,
-};
-pub use open_ended_simulation::{
-    open_ended_scenarios, simulate_open_ended, wilson, OpenEndedRow, OpenEndedScenario,
 };
 pub use rng::{BinomialSampler, SplitMix64};
 pub use sequential::{look_alpha, spent_alpha, Design, Look};

@@ -138,8 +138,8 @@ pub fn simulate_open_ended(
 /// The scenarios of docs/statistics.md's open-ended table: `maxIncrease: 0.2`,
 /// `margin: 0.001`, confidence 0.95, 2,000 requests per side per interval.
 pub fn open_ended_scenarios() -> Vec<OpenEndedScenario> {
-    let base = |name: &str, before: f64, after: f64, onset: Option<u32>, checks: u32| {
-        OpenEndedScenario {
+    let base =
+        |name: &str, before: f64, after: f64, onset: Option<u32>, checks: u32| OpenEndedScenario {
             name: name.into(),
             checks,
             requests: 2_000,
@@ -153,18 +153,47 @@ pub fn open_ended_scenarios() -> Vec<OpenEndedScenario> {
                 margin: 0.001,
             },
             confidence: 0.95,
-        }
-    };
-    let mut replicas = base("two replicas, 1 % -> 3 % from check 6,000", 0.01, 0.03, Some(6_000), 6_100);
+        };
+    let mut replicas = base(
+        "two replicas, 1 % -> 3 % from check 6,000",
+        0.01,
+        0.03,
+        Some(6_000),
+        6_100,
+    );
     replicas.replicas = true;
-    let mut replicas_healthy = base("two replicas, healthy 1 %, 10,000 checks", 0.01, 0.01, None, 10_000);
+    let mut replicas_healthy = base(
+        "two replicas, healthy 1 %, 10,000 checks",
+        0.01,
+        0.01,
+        None,
+        10_000,
+    );
     replicas_healthy.replicas = true;
     vec![
         base("healthy 1 %, 10,000 checks", 0.01, 0.01, None, 10_000),
-        base("at tolerance 1.2 % vs 1 %, 10,000 checks", 0.012, 0.012, None, 10_000),
-        base("1 % -> 3 % from check 6,000", 0.01, 0.03, Some(6_000), 6_100),
+        base(
+            "at tolerance 1.2 % vs 1 %, 10,000 checks",
+            0.012,
+            0.012,
+            None,
+            10_000,
+        ),
+        base(
+            "1 % -> 3 % from check 6,000",
+            0.01,
+            0.03,
+            Some(6_000),
+            6_100,
+        ),
         base("1 % -> 3 % from check 10", 0.01, 0.03, Some(10), 110),
-        base("1 % -> 1.5 % from check 6,000", 0.01, 0.015, Some(6_000), 6_300),
+        base(
+            "1 % -> 1.5 % from check 6,000",
+            0.01,
+            0.015,
+            Some(6_000),
+            6_300,
+        ),
         replicas_healthy,
         replicas,
     ]
