@@ -294,7 +294,15 @@ impl Engine {
                 Err(e) => return out.error(format!("compare: {e}")),
             },
         };
-        let last_end = now.timestamp().div_euclid(g).saturating_mul(g);
+        // Live, a cell that closed a moment ago may still miss its last scrape, and a cell is
+        // read once: wait half an interval (at most 30 s) before reading it. A check of the past
+        // (`at`) reads data that is complete.
+        let settle = if opts.at.is_some() {
+            0
+        } else {
+            (g / 2).min(30)
+        };
+        let last_end = (now.timestamp() - settle).div_euclid(g).saturating_mul(g);
         let fetched_to = entry.ahead.back().map_or(entry.next_end - g, |c| c.0);
         if fetched_to < last_end {
             entry.ahead.clear();
