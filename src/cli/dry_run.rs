@@ -30,6 +30,11 @@ pub struct DryRunArgs {
     #[arg(long, value_name = "RFC3339", value_parser = parse_time)]
     pub at: Option<DateTime<Utc>>,
 
+    /// When the analysis run began (RFC 3339): fills `[[run.elapsed]]` and judges an open-ended
+    /// `compare` metric (no `count`) on every interval since then, as the live run would.
+    #[arg(long = "run-start", value_name = "RFC3339", value_parser = parse_time)]
+    pub run_start: Option<DateTime<Utc>>,
+
     #[command(flatten)]
     pub(crate) source: SourceArgs,
 
@@ -195,7 +200,13 @@ async fn evaluate_all(engine: &Engine, work: &[(String, Metric)], args: &DryRunA
                         at: args.at,
                         deadline: Deadline::for_call(None, args.timeout),
                         trust: Trust::Operator,
-                        position: Position::Single,
+                        position: match args.run_start {
+                            None => Position::Single,
+                            Some(t) => Position::Known {
+                                started_at: Some(t),
+                                checks_done: None,
+                            },
+                        },
                         previous: None,
                     })
                     .await

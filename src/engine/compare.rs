@@ -38,6 +38,9 @@ impl Engine {
             };
             out.metadata.insert("check.from".into(), basis.into());
         }
+        if let Some(e) = super::run_clock_missing(form_queries(&spec.form), opts) {
+            return out.error(e);
+        }
         match &spec.form {
             CompareForm::Ratio {
                 canary,
@@ -45,6 +48,13 @@ impl Engine {
                 margin,
                 min_requests,
             } => {
+                let mut out = match self
+                    .measure_open_ended(out, cx, spec, [canary, stable], *margin, *min_requests)
+                    .await
+                {
+                    Ok(done) => return done,
+                    Err(out) => out,
+                };
                 let counts = self.ratio_counts(config, canary, stable, opts).await;
                 let [cb, ct, sb, st] = match counts {
                     Err((what, e)) => return out.error(format!("compare.{what} failed: {e}")),
@@ -236,7 +246,7 @@ impl Engine {
     ) -> Result<(QueryData, Vec<String>), PrometheusError> {
         let start = end - chrono::Duration::from_std(window).unwrap_or(chrono::Duration::zero());
         let request = QueryRequest::Range {
-            query: query.to_string(),
+            query: super::run_clocked(query, opts),
             start,
             end,
             step,
@@ -284,7 +294,7 @@ fn single_number(data: &QueryData) -> Result<f64, NoData> {
 
 // A float-to-int `as` saturates: a finite positive count above u64::MAX becomes u64::MAX.
 #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-fn count(v: f64) -> u64 {
+pub(super) fn count(v: f64) -> u64 {
     if v.is_finite() && v > 0.0 {
         v.round() as u64
     } else {
@@ -368,6 +378,20 @@ fn look_text(look: Look) -> String {
     match look.planned {
         Some(n) => format!("{} of {n}", look.index),
         None => format!("{} (open-ended run)", look.index),
+    }
+}
+
+/// The queries a compare form is written with.
+fn form_queries(form: &CompareForm) -> Vec<&str> {
+    match form {
+        CompareForm::Ratio { canary, stable, .. } => vec![
+            canary.bad.as_str(),
+            canary.total.as_str(),
+            stable.bad.as_str(),
+            stable.total.as_str(),
+        ],
+        CompareForm::Distribution { canary, stable, .. }
+        | CompareForm::Histogram { canary, stable, .. } => vec![canary.as_str(), stable.as_str()],
     }
 }
 

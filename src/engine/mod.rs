@@ -30,6 +30,7 @@ pub(crate) mod dashboard;
 mod fleet;
 mod guard;
 mod no_data;
+mod open_ended;
 mod query;
 pub(crate) mod result;
 pub mod rules;
@@ -119,6 +120,8 @@ pub struct Engine {
     observer: Option<QueryObserver>,
     /// Where the calls of surfaces without a run start stand in their runs.
     runs: runs::RunClock,
+    /// The e-detectors of the open-ended runs this process serves.
+    detectors: open_ended::Detectors,
 }
 
 impl std::fmt::Debug for Engine {
@@ -138,6 +141,7 @@ impl Engine {
             addresses,
             observer: None,
             runs: runs::RunClock::default(),
+            detectors: open_ended::Detectors::default(),
         }
     }
 
@@ -175,7 +179,7 @@ impl Engine {
         opts: &EvalOptions,
     ) -> Result<QueryResponse, PrometheusError> {
         let request = QueryRequest::Instant {
-            query: query.to_string(),
+            query: run_clocked(query, opts),
             time: opts.at,
         };
         self.query(config, &request, opts.deadline).await
@@ -359,6 +363,30 @@ impl Engine {
             }
         }
     }
+}
+
+/// `query` with its run clock filled for this check. Without a run start the tag is left for
+/// the caller's up-front check ([`run_clock_missing`]) to have reported.
+pub(crate) fn run_clocked(query: &str, opts: &EvalOptions) -> String {
+    let at = opts.at.unwrap_or_else(Utc::now);
+    match crate::spec::run_clock::fill_run_clock(query, opts.run_started_at, at) {
+        Ok(q) => q.into_owned(),
+        Err(_) => query.to_string(),
+    }
+}
+
+/// The error of a check whose queries use the run clock when its run start is unknown.
+pub(crate) fn run_clock_missing<'a>(
+    queries: impl IntoIterator<Item = &'a str>,
+    opts: &EvalOptions,
+) -> Option<String> {
+    if opts.run_started_at.is_some() {
+        return None;
+    }
+    queries
+        .into_iter()
+        .any(crate::spec::run_clock::uses_run_clock)
+        .then(|| crate::spec::run_clock::RunClockError::NoRunStart.to_string())
 }
 
 /// What every kind's measurement reads: the metric, its no-data policy, the resolved Prometheus

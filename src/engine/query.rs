@@ -16,6 +16,12 @@ impl Engine {
             out.metadata.insert("query".into(), spec.query.clone());
         }
 
+        let queries = std::iter::once(spec.query.as_str())
+            .chain(spec.min_requests.as_ref().map(|g| g.query.as_str()));
+        if let Some(e) = super::run_clock_missing(queries, opts) {
+            return out.error(e);
+        }
+
         // Both queries go out together (one round trip of latency), but the guard is judged
         // first: below it, the main result is never looked at.
         let main = self.instant(config, &spec.query, opts);

@@ -11,6 +11,7 @@ mod fleet;
 mod metric;
 mod promql;
 pub(crate) mod reader;
+pub mod run_clock;
 mod template;
 mod yaml;
 

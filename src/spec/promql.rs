@@ -45,6 +45,8 @@ pub(crate) fn parse_promql<T: Send>(
             format!("{} bytes", query.len()),
         ));
     }
+    // The run clock is filled per call; it always stands for a duration.
+    let query: &str = &super::run_clock::replace_run_clock(query, super::run_clock::PARSE_STAND_IN);
     let parse = || promql_parser::parser::parse(query).map(read);
     let parsed = if query.len() <= SHALLOW_QUERY_BYTES {
         // promql-parser panics on some inputs (a range like `[4444…445]` overflows a Duration;

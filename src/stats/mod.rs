@@ -17,6 +17,7 @@ mod autocorrelation;
 mod binomial;
 mod buckets;
 mod distribution;
+mod edetector;
 mod error;
 mod fisher;
 mod format;
@@ -26,6 +27,7 @@ mod histogram_simulation;
 mod hodges_lehmann;
 mod mann_whitney;
 mod normal;
+mod open_ended_simulation;
 mod pairwise;
 mod ratio;
 mod rng;
@@ -39,6 +41,7 @@ pub use distribution::{
     compare_distributions, AutocorrelationSummary, Classification, Direction, DistOptions,
     DistOutcome, SampleSummary, ShiftInterval,
 };
+pub use edetector::{EDetector, EDetectorOutcome, RatioCounts, Tolerance};
 pub use error::StatsError;
 pub use fisher::fisher_exact_one_sided;
 pub use histogram::{
@@ -50,6 +53,9 @@ pub use histogram_simulation::{
 pub use hodges_lehmann::{hodges_lehmann, HodgesLehmann};
 pub use mann_whitney::{
     mann_whitney_u, mann_whitney_u_with, Alternative, MannWhitney, Method, MethodChoice,
+};
+pub use open_ended_simulation::{
+    open_ended_scenarios, simulate_open_ended, wilson, OpenEndedRow, OpenEndedScenario,
 };
 pub use ratio::{
     compare_ratio, enough_requests, ratio_p_value, RatioInput, RatioOptions, RatioOutcome,

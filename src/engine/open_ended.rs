@@ -1,0 +1,421 @@
+//! Open-ended `compare` runs (no `count`) of the ratio form: the e-detector of
+//! [`crate::stats::EDetector`] over each interval's own counts.
+//!
+//! The counts of each interval ("cell") come from the metric's own queries with their window
+//! set to the interval: `[[run.elapsed]]`, or the one range the queries use, becomes the
+//! interval in seconds, and a range query with that step returns one count per cell. Cells are
+//! aligned to multiples of the interval since the Unix epoch and start at the first whole cell
+//! after the run's start, so the evidence is a function of the data and the run's start only —
+//! not of which check this is, which process answers, or whether it restarted. Each process
+//! keeps the detector of each run it serves and reads only the cells that closed since its last
+//! call; a process that has not seen the run (a restart, another replica) reads them all again
+//! (up to [`MAX_CELLS_READ`]).
+
+use std::collections::HashMap;
+use std::hash::{BuildHasher, RandomState};
+use std::sync::Mutex;
+
+use chrono::{DateTime, TimeZone, Utc};
+
+use crate::prometheus::{QueryData, QueryRequest};
+use crate::spec::{CompareSpec, RatioQueries};
+use crate::stats::{EDetector, RatioInput, Tolerance, Verdict};
+
+use super::{insufficient, Ctx, Engine, Outcome};
+
+/// At most this many cells are read in one call (Prometheus refuses range queries of more than
+/// 11,000 points); older ones are skipped, which only leaves out possible starts.
+pub(crate) const MAX_CELLS_READ: i64 = 10_000;
+
+/// Most runs whose detectors are kept; beyond it the least recently used half is forgotten.
+const MAX_DETECTORS: usize = 10_000;
+
+#[derive(Debug, Clone)]
+struct Entry {
+    detector: EDetector,
+    /// End (Unix seconds) of the next cell to read.
+    next_end: i64,
+    /// Cells already fetched but not yet closed at the checks so far (a backtest reads ahead):
+    /// end and counts (canary bad, total, stable bad, total).
+    ahead: std::collections::VecDeque<(i64, [u64; 4])>,
+    used: i64,
+}
+
+/// A check of the past (a backtest) reads this many cells past its own, for the checks after
+/// it: one range query per side per half a day at 1m instead of four queries per check. Only
+/// cells that have closed by a check's time are ever judged at it.
+const READ_AHEAD_CELLS: i64 = 720;
+
+/// The detectors of the open-ended runs this process serves.
+#[derive(Debug, Default)]
+pub(crate) struct Detectors {
+    entries: Mutex<HashMap<u64, Entry>>,
+    hasher: RandomState,
+}
+
+impl Detectors {
+    fn get(&self, key: u64) -> Option<Entry> {
+        let entries = match self.entries.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        entries.get(&key).cloned()
+    }
+
+    fn put(&self, key: u64, entry: Entry) {
+        let mut entries = match self.entries.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        if !entries.contains_key(&key) && entries.len() >= MAX_DETECTORS {
+            let mut used: Vec<i64> = entries.values().map(|e| e.used).collect();
+            used.sort_unstable();
+            let median = used.get(used.len() / 2).copied().unwrap_or(i64::MAX);
+            entries.retain(|_, e| e.used > median);
+        }
+        entries.insert(key, entry);
+    }
+}
+
+/// `query` with its window set to `cell` seconds: the run clock if it has one, else its one
+/// range (every `[<duration>]` alike). `None` when the query has no such window or several.
+pub(crate) fn cell_query(query: &str, cell: i64) -> Option<String> {
+    let width = format!("{cell}s");
+    if crate::spec::run_clock::uses_run_clock(query) {
+        return Some(crate::spec::run_clock::replace_run_clock(query, &width).into_owned());
+    }
+    let bytes = query.as_bytes();
+    let mut ranges: Vec<(usize, usize)> = Vec::new();
+    let mut in_string: Option<u8> = None;
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        match in_string {
+            Some(_) if b == b'\\' => i += 1,
+            Some(q) if b == q => in_string = None,
+            Some(_) => {}
+            None if b == b'"' || b == b'\'' || b == b'`' => in_string = Some(b),
+            None if b == b'[' => {
+                let close = query[i..].find(']').map(|j| i + j)?;
+                let inner = query[i + 1..close].trim();
+                if inner.is_empty()
+                    || !inner
+                        .bytes()
+                        .all(|c| c.is_ascii_digit() || b"smhdwy".contains(&c))
+                {
+                    // A subquery (`[30m:1m]`) or something else: not a plain window.
+                    return None;
+                }
+                ranges.push((i, close + 1));
+                i = close;
+            }
+            None => {}
+        }
+        i += 1;
+    }
+    let first = ranges.first()?;
+    let text = &query[first.0..first.1];
+    if ranges.iter().any(|r| &query[r.0..r.1] != text) {
+        return None;
+    }
+    let mut out = String::with_capacity(query.len());
+    let mut last = 0;
+    for (a, b) in ranges {
+        out.push_str(&query[last..a]);
+        out.push('[');
+        out.push_str(&width);
+        out.push(']');
+        last = b;
+    }
+    out.push_str(&query[last..]);
+    Some(out)
+}
+
+fn ceil_div(a: i64, b: i64) -> i64 {
+    a.div_euclid(b) + i64::from(a.rem_euclid(b) != 0)
+}
+
+/// Per cell end (Unix seconds), the query's numbers summed over its series.
+fn per_cell(data: &QueryData) -> HashMap<i64, f64> {
+    let mut sums = HashMap::new();
+    let mut add = |t: f64, v: f64| {
+        if v.is_finite() {
+            #[allow(clippy::cast_possible_truncation)]
+            let t = t.round() as i64;
+            *sums.entry(t).or_insert(0.0) += v;
+        }
+    };
+    match data {
+        QueryData::Scalar(s) => add(s.timestamp, s.value),
+        QueryData::Vector(series) => {
+            for s in series {
+                add(s.sample.timestamp, s.sample.value);
+            }
+        }
+        QueryData::Matrix(series) => {
+            for s in series {
+                for p in &s.samples {
+                    add(p.timestamp, p.value);
+                }
+            }
+        }
+    }
+    sums
+}
+
+impl Engine {
+    /// The counts of the cells ending at `from`, `from + g`, ..., `to`, by range queries.
+    async fn read_cells(
+        &self,
+        cx: &Ctx<'_>,
+        cells_q: &[String],
+        from: i64,
+        to: i64,
+        g: i64,
+    ) -> Result<std::collections::VecDeque<(i64, [u64; 4])>, String> {
+        let (opts, config) = (cx.opts, cx.config);
+        let (Some(start), Some(end)) = (
+            Utc.timestamp_opt(from, 0).single(),
+            Utc.timestamp_opt(to, 0).single(),
+        ) else {
+            return Err("compare: the run's clock is out of range".to_string());
+        };
+        let step = std::time::Duration::from_secs(u64::try_from(g).unwrap_or(1));
+        let asks: Vec<QueryRequest> = cells_q
+            .iter()
+            .map(|q| QueryRequest::Range {
+                query: q.clone(),
+                start,
+                end,
+                step,
+            })
+            .collect();
+        let (cb, ct, sb, st) = futures::join!(
+            self.query(config, &asks[0], opts.deadline),
+            self.query(config, &asks[1], opts.deadline),
+            self.query(config, &asks[2], opts.deadline),
+            self.query(config, &asks[3], opts.deadline),
+        );
+        let mut sums = Vec::with_capacity(4);
+        for (what, r) in [
+            ("canary.bad", cb),
+            ("canary.total", ct),
+            ("stable.bad", sb),
+            ("stable.total", st),
+        ] {
+            match r {
+                Err(e) => return Err(format!("compare.{what} failed: {e}")),
+                Ok(resp) => sums.push(per_cell(&resp.data)),
+            }
+        }
+        let mut cells = std::collections::VecDeque::new();
+        let mut t = from;
+        while t <= to {
+            let n = |i: usize| super::compare::count(sums[i].get(&t).copied().unwrap_or(0.0));
+            cells.push_back((t, [n(0), n(1), n(2), n(3)]));
+            t += g;
+        }
+        Ok(cells)
+    }
+
+    /// The open-ended ratio check, or `None` when this metric is not one (it has a `count`, no
+    /// interval, no run start, or queries whose window cannot be set to the interval): then the
+    /// caller's fixed-count design applies.
+    pub(super) async fn measure_open_ended(
+        &self,
+        out: Outcome,
+        cx: &Ctx<'_>,
+        spec: &CompareSpec,
+        queries: [&RatioQueries; 2],
+        margin: f64,
+        min_requests: u64,
+    ) -> Result<Outcome, Outcome> {
+        let (metric, opts) = (cx.metric, cx.opts);
+        let g = metric
+            .interval
+            .and_then(|i| i64::try_from(i.as_secs()).ok())
+            .filter(|g| *g > 0);
+        let (Some(start), Some(g), None | Some(0)) = (opts.run_started_at, g, metric.count) else {
+            return Err(out);
+        };
+        let [canary, stable] = queries;
+        let texts = [&canary.bad, &canary.total, &stable.bad, &stable.total];
+        let mut cells_q = Vec::with_capacity(4);
+        for q in texts {
+            match cell_query(q, g) {
+                Some(c) => cells_q.push(c),
+                None => return Err(out),
+            }
+        }
+        Ok(self
+            .open_ended(out, cx, spec, &cells_q, margin, min_requests, start, g)
+            .await)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn open_ended(
+        &self,
+        mut out: Outcome,
+        cx: &Ctx<'_>,
+        spec: &CompareSpec,
+        cells_q: &[String],
+        margin: f64,
+        min_requests: u64,
+        start: DateTime<Utc>,
+        g: i64,
+    ) -> Outcome {
+        let (metric, opts, config) = (cx.metric, cx.opts, cx.config);
+        let now = opts.at.unwrap_or(cx.started_at);
+        let key = self.detectors.hasher.hash_one((
+            &metric.name,
+            start.timestamp_millis(),
+            cells_q,
+            spec.confidence.to_bits(),
+            spec.max_increase.to_bits(),
+            margin.to_bits(),
+            &config.address,
+            &config.headers,
+        ));
+        let tolerance = Tolerance {
+            max_increase: spec.max_increase,
+            margin,
+        };
+        let mut entry = match self.detectors.get(key) {
+            Some(e) => e,
+            None => match EDetector::new(tolerance, spec.confidence) {
+                Ok(detector) => Entry {
+                    detector,
+                    next_end: ceil_div(start.timestamp(), g)
+                        .saturating_add(1)
+                        .saturating_mul(g),
+                    ahead: std::collections::VecDeque::new(),
+                    used: 0,
+                },
+                Err(e) => return out.error(format!("compare: {e}")),
+            },
+        };
+        // Live, a cell that closed a moment ago may still miss its last scrape, and a cell is
+        // read once: wait half an interval (at most 30 s) before reading it. A check of the past
+        // (`at`) reads data that is complete.
+        let settle = if opts.at.is_some() {
+            0
+        } else {
+            (g / 2).min(30)
+        };
+        let last_end = (now.timestamp() - settle).div_euclid(g).saturating_mul(g);
+        let fetched_to = entry.ahead.back().map_or(entry.next_end - g, |c| c.0);
+        if fetched_to < last_end {
+            entry.ahead.clear();
+            let mut from = entry.next_end;
+            let todo = (last_end - from) / g + 1;
+            if todo > MAX_CELLS_READ {
+                let skip = todo - MAX_CELLS_READ;
+                entry.detector.skip(u64::try_from(skip).unwrap_or(0));
+                from += skip * g;
+                entry.next_end = from;
+            }
+            // Cells that closed before the real clock's last interval are final in the server.
+            let settled = Utc::now()
+                .timestamp()
+                .div_euclid(g)
+                .saturating_sub(1)
+                .saturating_mul(g);
+            let to = last_end.max(settled.min(last_end.saturating_add(READ_AHEAD_CELLS * g)));
+            let to = to
+                .min(from.saturating_add((MAX_CELLS_READ - 1) * g))
+                .max(last_end);
+            match self.read_cells(cx, cells_q, from, to, g).await {
+                Ok(cells) => entry.ahead = cells,
+                Err(e) => return out.error(e),
+            }
+        }
+        while let Some((end, c)) = entry.ahead.front().copied() {
+            if end > last_end {
+                break;
+            }
+            entry.ahead.pop_front();
+            entry.detector.push(RatioInput {
+                canary_bad: c[0].min(c[1]),
+                canary_total: c[1],
+                stable_bad: c[2].min(c[3]),
+                stable_total: c[3],
+            });
+            entry.next_end = end + g;
+        }
+        entry.used = now.timestamp();
+        let mut o = entry.detector.outcome();
+        o.elapsed = Some(crate::spec::run_clock::elapsed_duration(start, now));
+        self.detectors.put(key, entry);
+        if !opts.skip_metadata {
+            out.metadata.insert(
+                "check".into(),
+                format!("{} intervals since the run began (open-ended run)", o.cells),
+            );
+            out.metadata.insert(
+                "check.from".into(),
+                "the run's start and the data (anytime-valid e-detector)".into(),
+            );
+        }
+        if o.cells == 0 {
+            return insufficient(
+                out,
+                spec.on_insufficient,
+                "no whole interval since the run began yet",
+                cx,
+            );
+        }
+        let (c, s) = (o.total.canary_total, o.total.stable_total);
+        if o.verdict != Verdict::Worse && c.min(s) < min_requests {
+            let why = format!(
+                "{} canary and {} stable requests seen since the run began, {} needed on each side",
+                super::result::format_count(c as f64),
+                super::result::format_count(s as f64),
+                super::result::format_count(min_requests as f64)
+            );
+            return insufficient(out, spec.on_insufficient, &why, cx);
+        }
+        let message = o.message("error rate");
+        super::compare::judge(out, metric, o.verdict, &o, message)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cell_queries_take_the_interval_as_their_window() {
+        assert_eq!(
+            cell_query("sum(increase(x[[[run.elapsed]]]))", 60).unwrap(),
+            "sum(increase(x[60s]))"
+        );
+        assert_eq!(
+            cell_query(
+                r#"sum(increase(x{a="[5m]"}[5m])) + sum(increase(y[ 5m ]))"#,
+                60
+            ),
+            None
+        );
+        assert_eq!(
+            cell_query(
+                r#"sum(increase(x{a="[1h]"}[5m])) + sum(increase(y[5m]))"#,
+                30
+            )
+            .unwrap(),
+            r#"sum(increase(x{a="[1h]"}[30s])) + sum(increase(y[30s]))"#
+        );
+        assert_eq!(
+            cell_query("sum(increase(x[5m])) / sum(increase(x[1h]))", 60),
+            None
+        );
+        assert_eq!(cell_query("max_over_time(rate(x[1m])[30m:1m])", 60), None);
+        assert_eq!(cell_query("sum(x)", 60), None);
+    }
+
+    #[test]
+    fn ceil_div_rounds_up() {
+        assert_eq!(ceil_div(120, 60), 2);
+        assert_eq!(ceil_div(121, 60), 3);
+        assert_eq!(ceil_div(-1, 60), 0);
+    }
+}
