@@ -21,6 +21,7 @@ use super::config::{is_sensitive_header, redact_url, PrometheusConfig};
 use super::error::{retryable_status, Origin, PrometheusError};
 use super::request::{QueryRequest, INSTANT_PATH, RANGE_PATH};
 use super::response::{decode, QueryResponse};
+use super::scrub::Scrubber;
 use super::transport::{Body, TlsSettings, Transport};
 
 /// First pause between attempts; doubled after each retry.
@@ -70,8 +71,8 @@ struct Prepared {
     /// The body; shared, so a retry sends it again without a copy.
     form: bytes::Bytes,
     headers: HeaderMap,
-    /// Secret strings to scrub from anything the server might echo back into a message.
-    secrets: Vec<String>,
+    /// Every form of the credentials sent, to scrub from anything the server answers.
+    scrubber: Scrubber,
 }
 
 impl Client {
@@ -110,10 +111,11 @@ impl Client {
                 Ok((status, body)) => {
                     observe(status, &body);
                     decode(origin, status, &body)
+                        .map(|response| prepared.scrubber.response(response, &body))
                 }
                 Err(e) => Err(e),
             };
-        result.map_err(|e| scrub(e, &prepared.secrets))
+        result.map_err(|e| prepared.scrubber.error(e))
     }
 
     /// Reads the secret and CA files named by `cfg` (on every query, so that a rotated token
@@ -488,9 +490,9 @@ fn prepare_at(
     form: bytes::Bytes,
 ) -> Result<Prepared, PrometheusError> {
     let config = |msg: String| PrometheusError::Config(msg);
-    let mut secrets = Vec::new();
+    let mut scrubber = Scrubber::default();
     if let Some(p) = &endpoint.password {
-        secrets.push(p.clone());
+        scrubber.basic(&endpoint.user, p);
     }
     let mut headers = HeaderMap::new();
     headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
@@ -502,7 +504,7 @@ fn prepare_at(
             .map_err(|_| config(format!("invalid value for header `{name}`")))?;
         if is_sensitive_header(name) {
             header_value.set_sensitive(true);
-            secrets.push(value.clone());
+            scrubber.header(value);
         }
         has_authorization |= header_name == AUTHORIZATION;
         headers.append(header_name, header_value);
@@ -529,12 +531,12 @@ fn prepare_at(
             ))
         })?;
         value.set_sensitive(true);
-        secrets.push(token);
+        scrubber.secret(&token);
         headers.insert(AUTHORIZATION, value);
         has_authorization = true;
     } else if let Some(auth) = &cfg.basic_auth {
         let password = read_secret("password file", &auth.password_file)?;
-        secrets.push(password.clone());
+        scrubber.basic(&auth.username, &password);
         basic = Some((auth.username.clone(), password));
     } else if !endpoint.user.is_empty() || endpoint.password.is_some() {
         basic = Some((
@@ -560,7 +562,7 @@ fn prepare_at(
         origin: endpoint.origin.clone(),
         form,
         headers,
-        secrets,
+        scrubber,
     })
 }
 
@@ -600,57 +602,6 @@ fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// Removes secret values from the free-text parts of an error, in case a server or proxy
-/// echoed a credential back into its body.
-fn scrub(err: PrometheusError, secrets: &[String]) -> PrometheusError {
-    let clean = |mut text: String| {
-        for secret in secrets.iter().filter(|s| !s.is_empty()) {
-            if text.contains(secret.as_str()) {
-                text = text.replace(secret.as_str(), "<redacted>");
-            }
-        }
-        text
-    };
-    match err {
-        PrometheusError::Connect { origin, detail } => PrometheusError::Connect {
-            origin,
-            detail: clean(detail),
-        },
-        PrometheusError::Http {
-            origin,
-            status,
-            excerpt,
-        } => PrometheusError::Http {
-            origin,
-            status,
-            excerpt: clean(excerpt),
-        },
-        PrometheusError::Api {
-            origin,
-            status,
-            error_type,
-            message,
-        } => PrometheusError::Api {
-            origin,
-            status,
-            error_type: clean(error_type),
-            message: clean(message),
-        },
-        PrometheusError::Malformed { origin, detail } => PrometheusError::Malformed {
-            origin,
-            detail: clean(detail),
-        },
-        PrometheusError::UnsupportedResultType {
-            origin,
-            result_type,
-        } => PrometheusError::UnsupportedResultType {
-            origin,
-            result_type: clean(result_type),
-        },
-        other => other,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -685,7 +636,7 @@ mod tests {
         assert_eq!(p.url.to_string(), "http://h:1/x/api/v1/query");
         // base64("al@ice:p:ss")
         assert_eq!(p.headers[AUTHORIZATION], "Basic YWxAaWNlOnA6c3M=");
-        assert!(p.secrets.contains(&"p:ss".to_string()));
+        assert_eq!(p.scrubber.clean("pw p:ss".into()), "pw <redacted>");
     }
 
     #[test]
@@ -761,7 +712,10 @@ mod tests {
             status: 401,
             excerpt: "bad token tok-123 for you".into(),
         };
-        let e = scrub(e, &["tok-123".into(), String::new()]);
+        let mut scrubber = Scrubber::default();
+        scrubber.secret("tok-123");
+        scrubber.secret("");
+        let e = scrubber.error(e);
         assert_eq!(
             e.to_string(),
             "Prometheus answered HTTP 401: bad token <redacted> for you"

@@ -101,16 +101,26 @@ impl fmt::Debug for PrometheusConfig {
     }
 }
 
-/// Header names whose values are credentials: the three standard ones, plus anything that
-/// looks like a token or key (`X-Api-Key`, `X-Auth-Token`, ...), to err on the safe side.
+/// Header names whose values are credentials: any name holding `auth` (`Authorization`,
+/// `Proxy-Authorization`, `X-Auth-*`), `token`, `key`, `secret`, `password`, `passwd`,
+/// `credential`, `session`, `cookie` or `signature`, case-insensitively, to err on the safe
+/// side. Their values are never shown and are scrubbed from what the server answers.
 pub(crate) fn is_sensitive_header(name: &str) -> bool {
     let lower = name.to_ascii_lowercase();
-    matches!(
-        lower.as_str(),
-        "authorization" | "proxy-authorization" | "cookie"
-    ) || ["token", "secret", "password", "api-key", "apikey"]
-        .iter()
-        .any(|word| lower.contains(word))
+    [
+        "auth",
+        "token",
+        "key",
+        "secret",
+        "password",
+        "passwd",
+        "credential",
+        "session",
+        "cookie",
+        "signature",
+    ]
+    .iter()
+    .any(|word| lower.contains(word))
 }
 
 /// `url` without any `user:pass@` in its authority. Works on anything URL-shaped, including

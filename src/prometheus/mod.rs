@@ -13,6 +13,7 @@ mod range_cache;
 mod replay;
 mod request;
 mod response;
+mod scrub;
 mod transport;
 
 pub use client::Client;

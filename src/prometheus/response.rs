@@ -280,6 +280,38 @@ enum EnvelopeField {
     Other,
 }
 
+impl EnvelopeField {
+    /// The key's name, for the fields read (other keys may repeat: they are skipped).
+    fn name(&self) -> Option<&'static str> {
+        Some(match self {
+            EnvelopeField::Status => "status",
+            EnvelopeField::Data => "data",
+            EnvelopeField::ErrorType => "errorType",
+            EnvelopeField::Error => "error",
+            EnvelopeField::Warnings => "warnings",
+            EnvelopeField::Infos => "infos",
+            EnvelopeField::IsPartial => "isPartial",
+            EnvelopeField::Other => return None,
+        })
+    }
+}
+
+/// The keys of one object read so far. A key given twice makes the answer malformed: JSON
+/// decoders disagree on which copy counts (serde's last, others the first), so a body with
+/// `"status":"error"` and `"status":"success"` must not be read as either.
+#[derive(Default)]
+struct Seen(Vec<&'static str>);
+
+impl Seen {
+    fn once<E: de::Error>(&mut self, name: &'static str) -> Result<(), E> {
+        if self.0.contains(&name) {
+            return Err(E::custom(format_args!("duplicate key `{name}`")));
+        }
+        self.0.push(name);
+        Ok(())
+    }
+}
+
 struct EnvelopeVisitor<'b> {
     builder: &'b mut LabelsBuilder,
 }
@@ -301,7 +333,11 @@ impl<'de> Visitor<'de> for EnvelopeVisitor<'_> {
             infos: Vec::new(),
             is_partial: None,
         };
+        let mut seen = Seen::default();
         while let Some(key) = map.next_key::<EnvelopeField>()? {
+            if let Some(name) = key.name() {
+                seen.once::<A::Error>(name)?;
+            }
             match key {
                 EnvelopeField::Status => env.status = Some(map.next_value()?),
                 EnvelopeField::Data => {
@@ -398,7 +434,13 @@ impl<'de> Visitor<'de> for DataSeed<'_> {
             result_type: None,
             result: None,
         };
+        let mut seen = Seen::default();
         while let Some(key) = map.next_key::<DataField>()? {
+            match key {
+                DataField::ResultType => seen.once::<A::Error>("resultType")?,
+                DataField::Result => seen.once::<A::Error>("result")?,
+                DataField::Other => {}
+            }
             match key {
                 DataField::ResultType => data.result_type = Some(map.next_value()?),
                 DataField::Result => {
