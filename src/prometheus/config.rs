@@ -8,7 +8,7 @@ use std::time::Duration;
 pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default number of retries after the first attempt.
 pub(crate) const DEFAULT_RETRIES: u32 = 2;
-/// Default cap on a response body (64 MiB).
+/// Default cap on a response body (64 MiB) when neither the spec nor the operator sets one.
 pub(crate) const DEFAULT_MAX_RESPONSE_BYTES: u64 = 64 * 1024 * 1024;
 
 /// How to reach one Prometheus-compatible API (the `prometheus:` block of a metric spec).
@@ -34,8 +34,10 @@ pub struct PrometheusConfig {
     pub insecure_skip_verify: bool,
     /// Retries after the first attempt, for retryable failures only.
     pub retries: u32,
-    /// Responses larger than this are rejected without being read to the end.
-    pub max_response_bytes: u64,
+    /// Responses larger than this are rejected without being read to the end. `None`: the
+    /// client's limit (the operator's `--max-response-bytes`, else 64 MiB); a value above the
+    /// operator's limit is refused, never used.
+    pub max_response_bytes: Option<u64>,
 }
 
 /// Basic auth credentials: the password is read from `password_file` on every use.
@@ -58,7 +60,7 @@ impl Default for PrometheusConfig {
             ca_file: None,
             insecure_skip_verify: false,
             retries: DEFAULT_RETRIES,
-            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+            max_response_bytes: None,
         }
     }
 }
@@ -183,6 +185,7 @@ mod tests {
         assert!(cfg.address.is_empty());
         assert_eq!(cfg.timeout, Duration::from_secs(10));
         assert_eq!(cfg.retries, 2);
-        assert_eq!(cfg.max_response_bytes, 64 << 20);
+        assert_eq!(cfg.max_response_bytes, None);
+        assert_eq!(DEFAULT_MAX_RESPONSE_BYTES, 64 << 20);
     }
 }
