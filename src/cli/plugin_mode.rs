@@ -11,7 +11,7 @@ use crate::argo::ArgoProvider;
 use crate::engine::{AddressPolicy, Engine};
 use crate::goplugin::{serve, ServeOptions};
 use crate::plugin_host::check_cookie;
-use crate::prometheus::{Backend, Client};
+use crate::prometheus::{Backend, Client, Limits};
 use crate::shutdown::Signals;
 use crate::spec::check_address;
 
@@ -37,6 +37,16 @@ pub struct PluginArgs {
     /// whose AllowedProtocols include it); also ROLLGATE_PLUGIN_PROTOCOL.
     #[arg(long, env = "ROLLGATE_PLUGIN_PROTOCOL", value_enum, default_value_t = Protocol::Netrpc)]
     pub protocol: Protocol,
+
+    /// Largest Prometheus answer any AnalysisTemplate may allow, in bytes (default 16 MiB); a
+    /// `maxResponseBytes` above it is an Error; also ROLLGATE_MAX_RESPONSE_BYTES.
+    #[arg(long, value_name = "BYTES", env = "ROLLGATE_MAX_RESPONSE_BYTES")]
+    pub max_response_bytes: Option<u64>,
+
+    /// Bytes of Prometheus answers held at once across all measurements (default 64 MiB);
+    /// also ROLLGATE_MAX_BUFFERED_BYTES.
+    #[arg(long, value_name = "BYTES", env = "ROLLGATE_MAX_BUFFERED_BYTES")]
+    pub max_buffered_bytes: Option<u64>,
 }
 
 /// The go-plugin protocol served in plugin mode.
@@ -81,7 +91,8 @@ fn configure() -> Result<(PluginArgs, EnvFilter, AddressPolicy), String> {
     let matches = PluginArgs::command().try_get_matches().map_err(|e| {
         format!(
             "rollgate plugin: invalid arguments in the plugin's ConfigMap entry or ROLLGATE_* \
-             environment: {}; accepted: --log-level, --prometheus, --protocol",
+             environment: {}; accepted: --log-level, --prometheus, --protocol, --max-response-bytes, \
+             --max-buffered-bytes",
             clap_summary(&e)
         )
     })?;
@@ -104,6 +115,9 @@ fn configure() -> Result<(PluginArgs, EnvFilter, AddressPolicy), String> {
         addresses.default_address =
             Some(check_address(&from, url).map_err(|e| format!("rollgate plugin: {e}"))?);
     }
+    Limits::for_server(args.max_response_bytes, args.max_buffered_bytes)
+        .check("--max-response-bytes, --max-buffered-bytes")
+        .map_err(|e| format!("rollgate plugin: {e}"))?;
     Ok((args, filter, addresses))
 }
 
@@ -123,7 +137,11 @@ pub(crate) fn run() -> u8 {
         }
     };
     crate::logging::init_hclog_logging(filter);
-    let engine = Arc::new(Engine::new(Backend::Live(Client::new()), addresses));
+    let limits = Limits::for_server(args.max_response_bytes, args.max_buffered_bytes);
+    let engine = Arc::new(Engine::new(
+        Backend::Live(Client::with_limits(limits)),
+        addresses,
+    ));
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use crate::engine::{AddressPolicy, Engine};
 use crate::grpc::remote::{Authenticate, RemoteOptions, TlsSource};
-use crate::prometheus::{Backend, Client, Replay};
+use crate::prometheus::{Backend, Client, Limits, Replay};
 use crate::serve::auth::Auth;
 use crate::serve::tls::TlsFiles;
 use crate::serve::{Credentials, ServeConfig, Server, Settings};
@@ -85,6 +85,17 @@ pub struct ServeArgs {
     /// demos and benchmarks.
     #[arg(long, value_name = "FILE")]
     pub replay: Option<PathBuf>,
+
+    /// Largest Prometheus answer any spec may allow, in bytes; a spec's `maxResponseBytes`
+    /// above it is refused, one without it gets this [default: 16 MiB].
+    #[arg(long, value_name = "BYTES", env = "ROLLGATE_MAX_RESPONSE_BYTES")]
+    pub max_response_bytes: Option<u64>,
+
+    /// Bytes of Prometheus answers held at once across all requests (bodies and what they
+    /// decode to); beyond it a query waits within its deadline, then is an Error (503)
+    /// [default: 64 MiB].
+    #[arg(long, value_name = "BYTES", env = "ROLLGATE_MAX_BUFFERED_BYTES")]
+    pub max_buffered_bytes: Option<u64>,
 
     /// Log format.
     #[arg(long, value_enum, default_value_t = LogFormat::Json)]
@@ -163,9 +174,11 @@ fn execute(args: ServeArgs) -> Result<(), String> {
             )
         }
     };
+    let limits = Limits::for_server(args.max_response_bytes, args.max_buffered_bytes);
+    limits.check("--max-response-bytes, --max-buffered-bytes")?;
     let backend = match &args.replay {
         Some(path) => Backend::Replay(Replay::load(path).map_err(|e| e.to_string())?),
-        None => Backend::Live(Client::new()),
+        None => Backend::Live(Client::with_limits(limits)),
     };
     let tls = match (args.tls_cert, args.tls_key) {
         (Some(cert), Some(key)) => Some(TlsFiles { cert, key }),
@@ -202,7 +215,8 @@ fn execute(args: ServeArgs) -> Result<(), String> {
                 .map_err(|e| format!("cannot listen for gRPC on {addr}: {e}"))?;
             let engine =
                 Engine::new(backend, addresses).with_query_observer(server.query_observer());
-            let options = grpc_options(server.credentials(), args.shutdown_grace);
+            let mut options = grpc_options(server.credentials(), args.shutdown_grace);
+            options.first_request_timeout = args.request_timeout;
             tracing::info!(addr = %addr, "gRPC listening");
             let stop = shutdown.clone();
             tokio::spawn(crate::grpc::remote::serve_remote(

@@ -225,8 +225,12 @@ impl Engine {
                         };
                         self.runs
                             .started(key, interval, call.at.unwrap_or(started_at))
-                    });
-                (start, None)
+                    })
+                    .transpose();
+                match start {
+                    Ok(start) => (start, None),
+                    Err(full) => return Ok(Measurement::error(full.to_string(), started_at)),
+                }
             }
         };
         let opts = EvalOptions {

@@ -21,8 +21,19 @@ use chrono::{DateTime, Utc};
 /// A run is over when its metric was not called for this many intervals.
 pub(crate) const STALE_INTERVALS: u32 = 3;
 
-/// Most runs remembered; beyond it the stale ones are forgotten, and if none is, all are.
+/// Most runs remembered. Beyond it the stale ones are forgotten; a live run never is (its
+/// next call would count from check 1 again, at the first check's strictest level, and a
+/// caller who can start runs could so reset a failing one), so while every remembered run is
+/// live a new run gets an Error instead ([`RunsFull`]).
 const MAX_RUNS: usize = 10_000;
+
+/// No room to remember another run: every remembered one is still live.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "rollgate is already tracking {max} runs that are all still being called (a run ends {STALE_INTERVALS} intervals after its last call), so it cannot place this new one: no verdict until some end",
+    max = MAX_RUNS
+)]
+pub(crate) struct RunsFull;
 
 /// One metric of one run, as the surface identifies it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -54,13 +65,13 @@ pub(crate) struct RunClock {
 
 impl RunClock {
     /// When the run that this call (at `now`, of a metric measured every `interval`) belongs to
-    /// started.
+    /// started; [`RunsFull`] for a new run when every remembered run is live.
     pub(crate) fn started(
         &self,
         key: RunKey,
         interval: Duration,
         now: DateTime<Utc>,
-    ) -> DateTime<Utc> {
+    ) -> Result<DateTime<Utc>, RunsFull> {
         let key = self.hasher.hash_one(&key);
         let stale_after = interval
             .checked_mul(STALE_INTERVALS)
@@ -74,7 +85,7 @@ impl RunClock {
         if !runs.contains_key(&key) && runs.len() >= MAX_RUNS {
             runs.retain(|_, seen| !is_stale(seen));
             if runs.len() >= MAX_RUNS {
-                runs.clear();
+                return Err(RunsFull);
             }
         }
         let seen = runs.entry(key).or_insert(Seen {
@@ -85,15 +96,23 @@ impl RunClock {
         if is_stale(seen) {
             seen.first = now;
         }
-        seen.last = now;
+        // A call that says it is earlier than the last one (a caller's evaluation time) does
+        // not move the run's clock back.
+        seen.last = seen.last.max(now);
         seen.stale_after = stale_after;
-        seen.first
+        Ok(seen.first)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl RunClock {
+        fn started_ok(&self, key: RunKey, interval: Duration, now: DateTime<Utc>) -> DateTime<Utc> {
+            self.started(key, interval, now).unwrap()
+        }
+    }
 
     fn key(canary: &str, checksum: &str) -> RunKey {
         RunKey {
@@ -108,23 +127,23 @@ mod tests {
         let minute = Duration::from_secs(60);
         let t0 = Utc::now();
         let at = |m: i64| t0 + chrono::Duration::minutes(m);
-        assert_eq!(clock.started(key("a/b", "1"), minute, at(0)), t0);
-        assert_eq!(clock.started(key("a/b", "1"), minute, at(1)), t0);
+        assert_eq!(clock.started_ok(key("a/b", "1"), minute, at(0)), t0);
+        assert_eq!(clock.started_ok(key("a/b", "1"), minute, at(1)), t0);
         assert_eq!(
-            clock.started(key("a/b", "1"), minute, at(4)),
+            clock.started_ok(key("a/b", "1"), minute, at(4)),
             t0,
             "3 intervals apart"
         );
         // Another revision or canary is another run.
-        assert_eq!(clock.started(key("a/b", "2"), minute, at(5)), at(5));
-        assert_eq!(clock.started(key("a/c", "1"), minute, at(5)), at(5));
+        assert_eq!(clock.started_ok(key("a/b", "2"), minute, at(5)), at(5));
+        assert_eq!(clock.started_ok(key("a/c", "1"), minute, at(5)), at(5));
         // Silent for more than 3 intervals: the next call starts a new run.
-        assert_eq!(clock.started(key("a/b", "1"), minute, at(8)), at(8));
-        assert_eq!(clock.started(key("a/b", "1"), minute, at(9)), at(8));
+        assert_eq!(clock.started_ok(key("a/b", "1"), minute, at(8)), at(8));
+        assert_eq!(clock.started_ok(key("a/b", "1"), minute, at(9)), at(8));
         // An interval too long to multiply never ends the run (and never panics).
         let forever = Duration::MAX;
-        assert_eq!(clock.started(key("a/d", "1"), forever, at(0)), t0);
-        assert_eq!(clock.started(key("a/d", "1"), forever, at(9_999)), t0);
+        assert_eq!(clock.started_ok(key("a/d", "1"), forever, at(0)), t0);
+        assert_eq!(clock.started_ok(key("a/d", "1"), forever, at(9_999)), t0);
     }
 
     #[test]
@@ -134,18 +153,63 @@ mod tests {
         let len = || clock.runs.lock().unwrap().len();
         let t0 = Utc::now();
         for i in 0..MAX_RUNS {
-            clock.started(key("a/b", &format!("old-{i}")), second, t0);
+            clock.started_ok(key("a/b", &format!("old-{i}")), second, t0);
         }
         assert_eq!(len(), MAX_RUNS);
         // Stale runs make room for a new one.
         let later = t0 + chrono::Duration::seconds(10);
-        clock.started(key("a/b", "new"), second, later);
+        clock.started_ok(key("a/b", "new"), second, later);
         assert_eq!(len(), 1);
-        // With none stale, all are forgotten rather than memory growing.
-        for i in 1..=MAX_RUNS {
-            clock.started(key("a/b", &format!("busy-{i}")), second, later);
-            assert!(len() <= MAX_RUNS);
+        // With none stale, a new run is refused rather than memory growing.
+        for i in 1..MAX_RUNS {
+            clock.started_ok(key("a/b", &format!("busy-{i}")), second, later);
         }
-        assert_eq!(len(), 1);
+        assert_eq!(len(), MAX_RUNS);
+        for i in 0..10 {
+            let refused = clock.started(key("a/b", &format!("more-{i}")), second, later);
+            assert_eq!(refused, Err(RunsFull));
+            assert_eq!(len(), MAX_RUNS);
+        }
+    }
+
+    #[test]
+    fn a_live_run_is_never_forgotten_to_make_room() {
+        // A run at its fifth check of eight (Failed so far), then more distinct runs than the
+        // tracker holds, all within the first run's life: it must stay at its fifth check, or
+        // its next call would be judged as a first check, at the loosest spending.
+        let clock = RunClock::default();
+        let minute = Duration::from_secs(60);
+        let t0 = Utc::now();
+        let at = |m: i64| t0 + chrono::Duration::minutes(m);
+        let failing = key("prod/payments", "rev-1");
+        for check in 0..5 {
+            assert_eq!(clock.started_ok(failing.clone(), minute, at(check)), t0);
+        }
+        let mut refused = 0;
+        for i in 0..MAX_RUNS + 400 {
+            if clock
+                .started(key("prod/other", &format!("{i}")), minute, at(4))
+                .is_err()
+            {
+                refused += 1;
+            }
+        }
+        assert_eq!(
+            refused, 401,
+            "the tracker held the failing run and the rest"
+        );
+        assert_eq!(
+            clock.started_ok(failing.clone(), minute, at(5)),
+            t0,
+            "the failing run still starts at its first check"
+        );
+        // Once the others have gone quiet, new runs find room again; the failing run, called
+        // on, keeps its place.
+        assert_eq!(clock.started_ok(failing.clone(), minute, at(7)), t0);
+        let later = at(7) + chrono::Duration::seconds(30);
+        assert_eq!(clock.started_ok(key("prod/new", "1"), minute, later), later);
+        // A call claiming an earlier time does not move the clock back.
+        assert_eq!(clock.started_ok(failing.clone(), minute, at(2)), t0);
+        assert_eq!(clock.started_ok(failing, minute, at(9)), t0);
     }
 }

@@ -219,10 +219,10 @@ async fn connection(
     watcher: Watcher,
 ) {
     match tls {
-        None => serve_connection(io, routes, gate, watcher).await,
+        None => serve_connection(io, routes, gate, watcher, None).await,
         Some(acceptor) => {
             match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(io)).await {
-                Ok(Ok(io)) => serve_connection(io, routes, gate, watcher).await,
+                Ok(Ok(io)) => serve_connection(io, routes, gate, watcher, None).await,
                 Ok(Err(e)) => {
                     tracing::warn!(error = %e, "grpc plugin: TLS handshake with the host failed")
                 }

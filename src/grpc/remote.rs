@@ -105,6 +105,8 @@ pub struct RemoteOptions {
     pub budget: Duration,
     /// After `shutdown` resolves: how long calls in flight may take to finish.
     pub shutdown_grace: Duration,
+    /// A connection that brings no complete request within this (after TLS) is closed.
+    pub first_request_timeout: Duration,
 }
 
 impl Default for RemoteOptions {
@@ -115,6 +117,7 @@ impl Default for RemoteOptions {
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
             budget: MEASUREMENT_BUDGET,
             shutdown_grace: Duration::from_secs(10),
+            first_request_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -162,6 +165,7 @@ pub async fn serve_remote(
         auth = options.auth.is_some(),
         "grpc: listening"
     );
+    let first_request = Some(options.first_request_timeout);
     let graceful = GracefulShutdown::new();
     tokio::pin!(shutdown);
     loop {
@@ -172,12 +176,12 @@ pub async fn serve_remote(
                     let (routes, gate, watcher) = (routes.clone(), gate.clone(), graceful.watcher());
                     match options.tls.as_ref().map(TlsSource::acceptor) {
                         None => {
-                            tokio::spawn(serve_connection(stream, routes, gate, watcher));
+                            tokio::spawn(serve_connection(stream, routes, gate, watcher, first_request));
                         }
                         Some(acceptor) => {
                             tokio::spawn(async move {
                                 match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
-                                    Ok(Ok(io)) => serve_connection(io, routes, gate, watcher).await,
+                                    Ok(Ok(io)) => serve_connection(io, routes, gate, watcher, first_request).await,
                                     Ok(Err(e)) => tracing::debug!(peer = %peer, error = %e, "grpc: TLS handshake failed"),
                                     Err(_) => tracing::debug!(peer = %peer, "grpc: TLS handshake timed out"),
                                 }

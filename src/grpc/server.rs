@@ -8,6 +8,7 @@
 
 use std::convert::Infallible;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -70,11 +71,24 @@ impl Gate {
 
 /// Serves one connection (TLS already done, if any) until it closes, or until `watcher`'s
 /// shutdown has let its requests in flight finish.
-pub(crate) async fn serve_connection<I>(io: I, routes: Routes, gate: Arc<Gate>, watcher: Watcher)
-where
+///
+/// With `first_request`, a connection that brings no complete request within it is closed:
+/// HTTP/2's pings keep a silent peer's connection open for over a minute otherwise.
+pub(crate) async fn serve_connection<I>(
+    io: I,
+    routes: Routes,
+    gate: Arc<Gate>,
+    watcher: Watcher,
+    first_request: Option<Duration>,
+) where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
+    let requested = Arc::new(AtomicBool::new(false));
+    let seen = requested.clone();
     let service = hyper::service::service_fn(move |req: Request<Incoming>| {
+        if !seen.load(Ordering::Relaxed) {
+            seen.store(true, Ordering::Relaxed);
+        }
         let routes = routes.clone();
         let gate = gate.clone();
         async move { Ok::<_, Infallible>(gate.handle(routes, req).await) }
@@ -84,8 +98,26 @@ where
         .timer(TokioTimer::new())
         .keep_alive_interval(KEEP_ALIVE_INTERVAL)
         .keep_alive_timeout(KEEP_ALIVE_TIMEOUT);
-    let conn = builder.serve_connection(TokioIo::new(io), service);
-    if let Err(e) = watcher.watch(conn).await {
+    let conn = watcher.watch(builder.serve_connection(TokioIo::new(io), service));
+    tokio::pin!(conn);
+    let ended = match first_request {
+        None => conn.await,
+        Some(limit) => {
+            let ended = tokio::select! {
+                ended = &mut conn => Some(ended),
+                () = tokio::time::sleep(limit) => None,
+            };
+            match ended {
+                Some(ended) => ended,
+                None if !requested.load(Ordering::Relaxed) => {
+                    tracing::debug!("grpc: closed: no complete request in time");
+                    return;
+                }
+                None => conn.await,
+            }
+        }
+    };
+    if let Err(e) = ended {
         tracing::debug!(error = %e, "grpc: connection ended with an error");
     }
 }

@@ -4,6 +4,7 @@ use std::borrow::Borrow;
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -17,10 +18,14 @@ use hyper::body::Body as _;
 use tokio::time::Instant;
 use url::Url;
 
-use super::config::{is_sensitive_header, redact_url, PrometheusConfig};
+use super::budget::{Budget, Charge, Held, Limits, FIRST_CHARGE};
+use super::config::{
+    is_sensitive_header, redact_url, PrometheusConfig, DEFAULT_MAX_RESPONSE_BYTES,
+};
 use super::error::{retryable_status, Origin, PrometheusError};
 use super::request::{QueryRequest, INSTANT_PATH, RANGE_PATH};
 use super::response::{decode, QueryResponse};
+use super::scrub::Scrubber;
 use super::transport::{Body, TlsSettings, Transport};
 
 /// First pause between attempts; doubled after each retry.
@@ -47,6 +52,10 @@ pub struct Client {
     /// Forms of instant queries at the server's "now", by query: a hook or a plugin asks the
     /// same queries at every interval, and encoding one costs several times its look-up.
     forms: Arc<Mutex<HashMap<String, bytes::Bytes>>>,
+    /// The operator's bounds on answers.
+    limits: Limits,
+    /// The bytes of answers held at once, when bounded.
+    budget: Option<Budget>,
 }
 
 impl std::fmt::Debug for Client {
@@ -70,14 +79,35 @@ struct Prepared {
     /// The body; shared, so a retry sends it again without a copy.
     form: bytes::Bytes,
     headers: HeaderMap,
-    /// Secret strings to scrub from anything the server might echo back into a message.
-    secrets: Vec<String>,
+    /// Every form of the credentials sent, to scrub from anything the server answers.
+    scrubber: Scrubber,
 }
 
 impl Client {
     /// A client with no connections yet.
     pub fn new() -> Client {
         Client::default()
+    }
+
+    /// A client within the operator's `limits` (see [`Limits`]); its clones share them.
+    pub fn with_limits(limits: Limits) -> Client {
+        Client {
+            limits,
+            budget: limits.max_buffered_bytes.map(Budget::new),
+            ..Client::default()
+        }
+    }
+
+    /// The size cap for a query with `cfg`: the spec's, which may only lower the operator's.
+    fn response_limit(&self, cfg: &PrometheusConfig) -> Result<u64, PrometheusError> {
+        match (cfg.max_response_bytes, self.limits.max_response_bytes) {
+            (Some(asked), Some(cap)) if asked > cap => Err(PrometheusError::Config(format!(
+                "maxResponseBytes {asked} is above this server's limit of {cap} bytes (--max-response-bytes / ROLLGATE_MAX_RESPONSE_BYTES): lower it or leave it out"
+            ))),
+            (Some(asked), _) => Ok(asked),
+            (None, Some(cap)) => Ok(cap),
+            (None, None) => Ok(DEFAULT_MAX_RESPONSE_BYTES),
+        }
     }
 
     /// Runs `req` against `cfg.address`, retrying retryable failures up to `cfg.retries` times
@@ -100,20 +130,40 @@ impl Client {
         deadline: Option<Instant>,
         observe: impl FnOnce(u16, &[u8]),
     ) -> Result<QueryResponse, PrometheusError> {
+        let limit = self.response_limit(cfg)?;
         let (prepared, http) = self.prepare_off_runtime(cfg, req).await?;
-        let origin = &prepared.origin;
         // Boxed: the exchange (retries, transport, body) is most of a query's future, and
         // the engine moves the futures holding it several times a check; kept inline, those
         // moves cost more than this one allocation (`serve_load instructions`).
-        let result =
-            match Box::pin(self.exchange(&http, cfg, req, &prepared, origin, deadline)).await {
-                Ok((status, body)) => {
-                    observe(status, &body);
-                    decode(origin, status, &body)
-                }
-                Err(e) => Err(e),
-            };
-        result.map_err(|e| scrub(e, &prepared.secrets))
+        let exchange = self.exchange(&http, cfg, req, &prepared, limit, deadline);
+        let result = match Box::pin(exchange).await {
+            Ok((status, body, held)) => {
+                observe(status, &body);
+                self.decode_within_budget(&prepared, status, body, held)
+            }
+            Err(e) => Err(e),
+        };
+        result.map_err(|e| prepared.scrubber.error(e))
+    }
+
+    /// Decodes (and scrubs) a body whose bytes and decoding `held` draws from the budget;
+    /// the answer then keeps its own size charged.
+    fn decode_within_budget(
+        &self,
+        prepared: &Prepared,
+        status: u16,
+        body: Vec<u8>,
+        mut held: Held,
+    ) -> Result<QueryResponse, PrometheusError> {
+        let origin = &prepared.origin;
+        let decoded = decode(origin, status, &body).map(|r| prepared.scrubber.response(r, &body));
+        drop(body);
+        let mut response = decoded?;
+        if self.budget.is_some() {
+            held.shrink_to(response.approx_bytes());
+            response.charge = Charge::new(held);
+        }
+        Ok(response)
     }
 
     /// Reads the secret and CA files named by `cfg` (on every query, so that a rotated token
@@ -155,9 +205,10 @@ impl Client {
         cfg: &PrometheusConfig,
         req: &QueryRequest,
         prepared: &Prepared,
-        origin: &Origin,
+        limit: u64,
         deadline: Option<Instant>,
-    ) -> Result<(u16, Vec<u8>), PrometheusError> {
+    ) -> Result<(u16, Vec<u8>, Held), PrometheusError> {
+        let origin = &prepared.origin;
         let mut method = Method::POST;
         let mut retry = 0u32;
         let mut last_outcome = None;
@@ -175,13 +226,27 @@ impl Client {
                     })
                 });
             }
+            let waiting = AtomicBool::new(false);
+            let read = Reading {
+                limit,
+                budget: self.budget.as_ref(),
+                waiting: &waiting,
+            };
             let outcome = match tokio::time::timeout(
                 budget,
-                attempt(http, cfg, prepared, origin, method.clone()),
+                attempt(http, prepared, origin, method.clone(), read),
             )
             .await
             {
                 Ok(outcome) => outcome,
+                // Out of time while waiting for room in the budget: say so, not that the
+                // server was slow.
+                Err(_elapsed) if waiting.load(Ordering::Relaxed) => {
+                    Err(PrometheusError::Overloaded {
+                        origin: origin.clone(),
+                        limit: self.budget.as_ref().map_or(0, Budget::total),
+                    })
+                }
                 Err(_elapsed) => Err(PrometheusError::Timeout {
                     origin: origin.clone(),
                     timeout: budget,
@@ -189,7 +254,7 @@ impl Client {
             };
             let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
             let retryable = match &outcome {
-                Ok((status, _)) => {
+                Ok((status, _, _)) => {
                     tracing::debug!(address = %redact_url(&cfg.address), kind = req.kind(), query = req.query(),
                         attempt = retry + 1, elapsed_ms, status, "prometheus query");
                     retryable_status(*status)
@@ -201,7 +266,7 @@ impl Client {
                 }
             };
             // Some proxies only allow GET: fall back once, as Prometheus' Go client does.
-            if method == Method::POST && matches!(outcome, Ok((405, _))) {
+            if method == Method::POST && matches!(outcome, Ok((405, _, _))) {
                 method = Method::GET;
                 continue;
             }
@@ -305,14 +370,41 @@ fn build_http_client(key: &TlsKey, ca_path: Option<&Path>) -> Result<Transport, 
     .map_err(|e| PrometheusError::Config(format!("cannot set up the HTTP client: {e}")))
 }
 
-/// One HTTP request and its body, read up to the size cap.
+/// How one attempt reads its body: up to `limit` bytes, drawn from `budget` (with `waiting`
+/// set while it waits for room).
+struct Reading<'a> {
+    limit: u64,
+    budget: Option<&'a Budget>,
+    waiting: &'a AtomicBool,
+}
+
+impl Reading<'_> {
+    /// Room for a body buffer of `capacity` bytes (and its decoding) in `held`; the attempt's
+    /// timeout bounds the wait.
+    async fn charge(
+        &self,
+        held: &mut Held,
+        turn: &mut Option<tokio::sync::OwnedMutexGuard<()>>,
+        capacity: usize,
+    ) {
+        if let Some(budget) = self.budget {
+            self.waiting.store(true, Ordering::Relaxed);
+            // Only a closed semaphore fails, and the budget's is never closed.
+            let _ = budget.charge_body(held, turn, capacity).await;
+            self.waiting.store(false, Ordering::Relaxed);
+        }
+    }
+}
+
+/// One HTTP request and its body, read up to the size cap; the body's bytes are drawn from
+/// the budget (the returned `Held`) before they are buffered.
 async fn attempt(
     http: &Transport,
-    cfg: &PrometheusConfig,
     prepared: &Prepared,
     origin: &Origin,
     method: Method,
-) -> Result<(u16, Vec<u8>), PrometheusError> {
+    read: Reading<'_>,
+) -> Result<(u16, Vec<u8>, Held), PrometheusError> {
     let config = |e: http::Error| PrometheusError::Config(format!("cannot build the request: {e}"));
     let request = if method == Method::GET {
         // The form is ASCII (every other byte is escaped), so nothing is lost here.
@@ -356,7 +448,7 @@ async fn attempt(
             ),
         });
     }
-    let limit = cfg.max_response_bytes;
+    let limit = read.limit;
     let too_large = || PrometheusError::TooLarge {
         origin: origin.clone(),
         limit,
@@ -367,21 +459,40 @@ async fn attempt(
         return Err(too_large());
     }
     // Trust Content-Length for the initial allocation only up to a modest size.
-    let initial = declared.unwrap_or(0).min(limit).min(16 << 20);
-    let mut read = Vec::with_capacity(usize::try_from(initial).unwrap_or(0));
+    let initial = usize::try_from(declared.unwrap_or(0).min(limit).min(16 << 20)).unwrap_or(0);
+    let limit_len = usize::try_from(limit).unwrap_or(usize::MAX);
+    let mut held = Held::default();
+    let mut turn = None;
+    let first = if declared.is_some() {
+        initial
+    } else {
+        FIRST_CHARGE.min(limit_len)
+    };
+    read.charge(&mut held, &mut turn, first).await;
+    let mut buffer = Vec::with_capacity(initial);
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(|e| PrometheusError::Connect {
             origin: origin.clone(),
             detail: format!("the response broke off: {}", chain(&e)),
         })?;
         if let Ok(chunk) = frame.into_data() {
-            if (read.len() + chunk.len()) as u64 > limit {
+            let needed = buffer.len().saturating_add(chunk.len());
+            if needed > limit_len {
                 return Err(too_large());
             }
-            read.extend_from_slice(&chunk);
+            if needed > buffer.capacity() {
+                // Grown here, as the vector itself would (doubling), so that what is
+                // charged is what gets allocated.
+                let capacity = needed
+                    .max(buffer.capacity().saturating_mul(2))
+                    .min(limit_len);
+                read.charge(&mut held, &mut turn, capacity).await;
+                buffer.reserve_exact(capacity - buffer.len());
+            }
+            buffer.extend_from_slice(&chunk);
         }
     }
-    Ok((status, read))
+    Ok((status, buffer, held))
 }
 
 fn connect_error(origin: &Origin, e: &hyper_util::client::legacy::Error) -> PrometheusError {
@@ -488,9 +599,9 @@ fn prepare_at(
     form: bytes::Bytes,
 ) -> Result<Prepared, PrometheusError> {
     let config = |msg: String| PrometheusError::Config(msg);
-    let mut secrets = Vec::new();
+    let mut scrubber = Scrubber::default();
     if let Some(p) = &endpoint.password {
-        secrets.push(p.clone());
+        scrubber.basic(&endpoint.user, p);
     }
     let mut headers = HeaderMap::new();
     headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
@@ -502,7 +613,7 @@ fn prepare_at(
             .map_err(|_| config(format!("invalid value for header `{name}`")))?;
         if is_sensitive_header(name) {
             header_value.set_sensitive(true);
-            secrets.push(value.clone());
+            scrubber.header(value);
         }
         has_authorization |= header_name == AUTHORIZATION;
         headers.append(header_name, header_value);
@@ -529,12 +640,12 @@ fn prepare_at(
             ))
         })?;
         value.set_sensitive(true);
-        secrets.push(token);
+        scrubber.secret(&token);
         headers.insert(AUTHORIZATION, value);
         has_authorization = true;
     } else if let Some(auth) = &cfg.basic_auth {
         let password = read_secret("password file", &auth.password_file)?;
-        secrets.push(password.clone());
+        scrubber.basic(&auth.username, &password);
         basic = Some((auth.username.clone(), password));
     } else if !endpoint.user.is_empty() || endpoint.password.is_some() {
         basic = Some((
@@ -560,7 +671,7 @@ fn prepare_at(
         origin: endpoint.origin.clone(),
         form,
         headers,
-        secrets,
+        scrubber,
     })
 }
 
@@ -600,57 +711,6 @@ fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// Removes secret values from the free-text parts of an error, in case a server or proxy
-/// echoed a credential back into its body.
-fn scrub(err: PrometheusError, secrets: &[String]) -> PrometheusError {
-    let clean = |mut text: String| {
-        for secret in secrets.iter().filter(|s| !s.is_empty()) {
-            if text.contains(secret.as_str()) {
-                text = text.replace(secret.as_str(), "<redacted>");
-            }
-        }
-        text
-    };
-    match err {
-        PrometheusError::Connect { origin, detail } => PrometheusError::Connect {
-            origin,
-            detail: clean(detail),
-        },
-        PrometheusError::Http {
-            origin,
-            status,
-            excerpt,
-        } => PrometheusError::Http {
-            origin,
-            status,
-            excerpt: clean(excerpt),
-        },
-        PrometheusError::Api {
-            origin,
-            status,
-            error_type,
-            message,
-        } => PrometheusError::Api {
-            origin,
-            status,
-            error_type: clean(error_type),
-            message: clean(message),
-        },
-        PrometheusError::Malformed { origin, detail } => PrometheusError::Malformed {
-            origin,
-            detail: clean(detail),
-        },
-        PrometheusError::UnsupportedResultType {
-            origin,
-            result_type,
-        } => PrometheusError::UnsupportedResultType {
-            origin,
-            result_type: clean(result_type),
-        },
-        other => other,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -685,7 +745,7 @@ mod tests {
         assert_eq!(p.url.to_string(), "http://h:1/x/api/v1/query");
         // base64("al@ice:p:ss")
         assert_eq!(p.headers[AUTHORIZATION], "Basic YWxAaWNlOnA6c3M=");
-        assert!(p.secrets.contains(&"p:ss".to_string()));
+        assert_eq!(p.scrubber.clean("pw p:ss".into()), "pw <redacted>");
     }
 
     #[test]
@@ -761,7 +821,10 @@ mod tests {
             status: 401,
             excerpt: "bad token tok-123 for you".into(),
         };
-        let e = scrub(e, &["tok-123".into(), String::new()]);
+        let mut scrubber = Scrubber::default();
+        scrubber.secret("tok-123");
+        scrubber.secret("");
+        let e = scrubber.error(e);
         assert_eq!(
             e.to_string(),
             "Prometheus answered HTTP 401: bad token <redacted> for you"

@@ -8,7 +8,7 @@ use std::time::Duration;
 pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default number of retries after the first attempt.
 pub(crate) const DEFAULT_RETRIES: u32 = 2;
-/// Default cap on a response body (64 MiB).
+/// Default cap on a response body (64 MiB) when neither the spec nor the operator sets one.
 pub(crate) const DEFAULT_MAX_RESPONSE_BYTES: u64 = 64 * 1024 * 1024;
 
 /// How to reach one Prometheus-compatible API (the `prometheus:` block of a metric spec).
@@ -34,8 +34,10 @@ pub struct PrometheusConfig {
     pub insecure_skip_verify: bool,
     /// Retries after the first attempt, for retryable failures only.
     pub retries: u32,
-    /// Responses larger than this are rejected without being read to the end.
-    pub max_response_bytes: u64,
+    /// Responses larger than this are rejected without being read to the end. `None`: the
+    /// client's limit (the operator's `--max-response-bytes`, else 64 MiB); a value above the
+    /// operator's limit is refused, never used.
+    pub max_response_bytes: Option<u64>,
 }
 
 /// Basic auth credentials: the password is read from `password_file` on every use.
@@ -58,7 +60,7 @@ impl Default for PrometheusConfig {
             ca_file: None,
             insecure_skip_verify: false,
             retries: DEFAULT_RETRIES,
-            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+            max_response_bytes: None,
         }
     }
 }
@@ -101,16 +103,26 @@ impl fmt::Debug for PrometheusConfig {
     }
 }
 
-/// Header names whose values are credentials: the three standard ones, plus anything that
-/// looks like a token or key (`X-Api-Key`, `X-Auth-Token`, ...), to err on the safe side.
+/// Header names whose values are credentials: any name holding `auth` (`Authorization`,
+/// `Proxy-Authorization`, `X-Auth-*`), `token`, `key`, `secret`, `password`, `passwd`,
+/// `credential`, `session`, `cookie` or `signature`, case-insensitively, to err on the safe
+/// side. Their values are never shown and are scrubbed from what the server answers.
 pub(crate) fn is_sensitive_header(name: &str) -> bool {
     let lower = name.to_ascii_lowercase();
-    matches!(
-        lower.as_str(),
-        "authorization" | "proxy-authorization" | "cookie"
-    ) || ["token", "secret", "password", "api-key", "apikey"]
-        .iter()
-        .any(|word| lower.contains(word))
+    [
+        "auth",
+        "token",
+        "key",
+        "secret",
+        "password",
+        "passwd",
+        "credential",
+        "session",
+        "cookie",
+        "signature",
+    ]
+    .iter()
+    .any(|word| lower.contains(word))
 }
 
 /// `url` without any `user:pass@` in its authority. Works on anything URL-shaped, including
@@ -173,6 +185,7 @@ mod tests {
         assert!(cfg.address.is_empty());
         assert_eq!(cfg.timeout, Duration::from_secs(10));
         assert_eq!(cfg.retries, 2);
-        assert_eq!(cfg.max_response_bytes, 64 << 20);
+        assert_eq!(cfg.max_response_bytes, None);
+        assert_eq!(DEFAULT_MAX_RESPONSE_BYTES, 64 << 20);
     }
 }

@@ -116,6 +116,16 @@ pub enum PrometheusError {
         limit: u64,
     },
 
+    /// The bytes of answers held at once reached the operator's bound (`--max-buffered-bytes`)
+    /// and did not come down before the query's time ran out.
+    #[error("rollgate already holds its limit of {limit} bytes of Prometheus answers (--max-buffered-bytes); the answer from {origin} could not be taken in time")]
+    Overloaded {
+        /// The server, without userinfo.
+        origin: Origin,
+        /// The bound.
+        limit: u64,
+    },
+
     /// A result type other than scalar, vector or matrix (e.g. `string`), as Argo rejects it.
     #[error("{origin} returned a result of type `{result_type}`; only scalar, vector and matrix are supported")]
     UnsupportedResultType {
@@ -162,6 +172,7 @@ impl PrometheusError {
             PrometheusError::Malformed { .. } => "malformed",
             PrometheusError::Partial { .. } => "partial",
             PrometheusError::TooLarge { .. } => "too_large",
+            PrometheusError::Overloaded { .. } => "overloaded",
             PrometheusError::UnsupportedResultType { .. } => "unsupported_result",
             PrometheusError::Config(_) => "config",
             PrometheusError::Recording { .. } => "recording",

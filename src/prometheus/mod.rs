@@ -5,6 +5,7 @@
 //! from a recording ([`Replay`]). Every answer, live or replayed, goes through the same decoder
 //! ([`parse_response`] for bodies), so both fail the same way.
 
+mod budget;
 mod client;
 mod config;
 mod error;
@@ -13,8 +14,10 @@ mod range_cache;
 mod replay;
 mod request;
 mod response;
+mod scrub;
 mod transport;
 
+pub use budget::{Limits, DEFAULT_MAX_BUFFERED_BYTES, DEFAULT_MAX_RESPONSE_BYTES};
 pub use client::Client;
 pub(crate) use config::redact_url;
 pub use config::{BasicAuth, PrometheusConfig};

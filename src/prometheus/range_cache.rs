@@ -349,6 +349,7 @@ fn answer_at(
         warnings: Vec::new(),
         infos: Vec::new(),
         histogram_only: Vec::new(),
+        charge: Default::default(),
     })
 }
 

@@ -29,6 +29,37 @@ pub struct QueryResponse {
     /// left out of `data`): client_golang gives such a sample the value 0, which is what
     /// Argo's own Prometheus provider judges.
     pub histogram_only: Vec<usize>,
+    /// The answer's share of the client's byte budget, given back with its last copy.
+    pub(crate) charge: super::budget::Charge,
+}
+
+impl QueryResponse {
+    /// About how many bytes the decoded answer holds (what it keeps charged to the budget).
+    pub(crate) fn approx_bytes(&self) -> u64 {
+        let texts: usize = self
+            .warnings
+            .iter()
+            .chain(&self.infos)
+            .map(String::len)
+            .sum();
+        let data = match &self.data {
+            QueryData::Scalar(_) => 0,
+            QueryData::Vector(v) => {
+                v.capacity() * std::mem::size_of::<Series>()
+                    + v.iter().map(|s| s.labels.heap_bytes()).sum::<usize>()
+            }
+            QueryData::Matrix(m) => {
+                m.capacity() * std::mem::size_of::<RangeSeries>()
+                    + m.iter()
+                        .map(|s| {
+                            s.labels.heap_bytes()
+                                + s.samples.capacity() * std::mem::size_of::<Sample>()
+                        })
+                        .sum::<usize>()
+            }
+        };
+        u64::try_from(texts + data + self.histogram_only.capacity() * 8).unwrap_or(u64::MAX)
+    }
 }
 
 /// The result of a query, by Prometheus result type.
@@ -180,6 +211,7 @@ pub(crate) fn decode(
         warnings,
         infos: all_infos,
         histogram_only,
+        charge: Default::default(),
     })
 }
 
@@ -280,6 +312,38 @@ enum EnvelopeField {
     Other,
 }
 
+impl EnvelopeField {
+    /// The key's name, for the fields read (other keys may repeat: they are skipped).
+    fn name(&self) -> Option<&'static str> {
+        Some(match self {
+            EnvelopeField::Status => "status",
+            EnvelopeField::Data => "data",
+            EnvelopeField::ErrorType => "errorType",
+            EnvelopeField::Error => "error",
+            EnvelopeField::Warnings => "warnings",
+            EnvelopeField::Infos => "infos",
+            EnvelopeField::IsPartial => "isPartial",
+            EnvelopeField::Other => return None,
+        })
+    }
+}
+
+/// The keys of one object read so far. A key given twice makes the answer malformed: JSON
+/// decoders disagree on which copy counts (serde's last, others the first), so a body with
+/// `"status":"error"` and `"status":"success"` must not be read as either.
+#[derive(Default)]
+struct Seen(Vec<&'static str>);
+
+impl Seen {
+    fn once<E: de::Error>(&mut self, name: &'static str) -> Result<(), E> {
+        if self.0.contains(&name) {
+            return Err(E::custom(format_args!("duplicate key `{name}`")));
+        }
+        self.0.push(name);
+        Ok(())
+    }
+}
+
 struct EnvelopeVisitor<'b> {
     builder: &'b mut LabelsBuilder,
 }
@@ -301,7 +365,11 @@ impl<'de> Visitor<'de> for EnvelopeVisitor<'_> {
             infos: Vec::new(),
             is_partial: None,
         };
+        let mut seen = Seen::default();
         while let Some(key) = map.next_key::<EnvelopeField>()? {
+            if let Some(name) = key.name() {
+                seen.once::<A::Error>(name)?;
+            }
             match key {
                 EnvelopeField::Status => env.status = Some(map.next_value()?),
                 EnvelopeField::Data => {
@@ -398,7 +466,13 @@ impl<'de> Visitor<'de> for DataSeed<'_> {
             result_type: None,
             result: None,
         };
+        let mut seen = Seen::default();
         while let Some(key) = map.next_key::<DataField>()? {
+            match key {
+                DataField::ResultType => seen.once::<A::Error>("resultType")?,
+                DataField::Result => seen.once::<A::Error>("result")?,
+                DataField::Other => {}
+            }
             match key {
                 DataField::ResultType => data.result_type = Some(map.next_value()?),
                 DataField::Result => {

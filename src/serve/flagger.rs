@@ -356,6 +356,20 @@ pub(crate) async fn rollback(State(state): State<Arc<AppState>>, request: Reques
     hook(&state, request, Endpoint::Rollback).await
 }
 
+/// The `metadata.token` of a body, if it has one, read without judging anything else of it
+/// (any body that is not a JSON object with a string there has none).
+fn token_in(bytes: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Body {
+        metadata: Option<Metadata>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Metadata {
+        token: Option<String>,
+    }
+    serde_json::from_slice::<Body>(bytes).ok()?.metadata?.token
+}
+
 /// The hook's type (`metadata.hook`), whom the answer is for, and the analysis to run.
 async fn prepare(
     state: &Arc<AppState>,
@@ -387,17 +401,20 @@ async fn hook(state: &Arc<AppState>, request: Request, endpoint: Endpoint) -> Re
         Ok(b) => b,
         Err(r) => return http::refuse(headers, r),
     };
+    // Authenticated before the payload is read: a caller without the token learns nothing
+    // about what the server would make of its body, not even that it is malformed.
+    if parts.extensions.get::<http::TokenInMetadata>().is_some() {
+        let token = token_in(&bytes);
+        if let Err(refusal) = state.auth.check_token(token.as_deref().map(str::as_bytes)) {
+            return http::unauthorized(headers, refusal);
+        }
+    }
     let mut payload = match parse_payload(&bytes) {
         Ok(p) => p,
         Err(r) => return http::refuse(headers, r),
     };
     // The token is for authentication only: it never reaches the analysis or an answer.
-    let token = payload.metadata.remove(TOKEN_KEY);
-    if parts.extensions.get::<http::TokenInMetadata>().is_some() {
-        if let Err(refusal) = state.auth.check_token(token.as_deref().map(str::as_bytes)) {
-            return http::unauthorized(headers, refusal);
-        }
-    }
+    payload.metadata.remove(TOKEN_KEY);
     let canary = format!("{}/{}", payload.namespace, payload.name);
     let planned = prepare(state, endpoint, &payload).await;
     let (hook_type, audience, plan) = match planned {

@@ -4,6 +4,7 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -236,8 +237,13 @@ async fn serve_io<I>(
 ) where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
+    let requested = Arc::new(AtomicBool::new(false));
+    let seen = requested.clone();
     let service =
         hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
+            if !seen.load(Ordering::Relaxed) {
+                seen.store(true, Ordering::Relaxed);
+            }
             req.extensions_mut().insert(Peer(peer));
             router.clone().oneshot(req.map(axum::body::Body::new))
         });
@@ -246,8 +252,28 @@ async fn serve_io<I>(
         .http1()
         .timer(TokioTimer::new())
         .header_read_timeout(header_timeout);
-    let conn = builder.serve_connection(TokioIo::new(io), service);
-    if let Err(e) = watcher.watch(conn.into_owned()).await {
+    let conn = watcher.watch(
+        builder
+            .serve_connection(TokioIo::new(io), service)
+            .into_owned(),
+    );
+    tokio::pin!(conn);
+    // hyper's header timeout runs only once HTTP/1 bytes have come: a connection that sends
+    // nothing (the auto builder waits to tell the protocols apart) or only HTTP/2's preface
+    // would otherwise be held for ever, one file descriptor and task each.
+    let ended = tokio::select! {
+        ended = &mut conn => Some(ended),
+        () = tokio::time::sleep(header_timeout) => None,
+    };
+    let ended = match ended {
+        Some(ended) => ended,
+        None if !requested.load(Ordering::Relaxed) => {
+            tracing::debug!(peer = %peer, "closed: no complete request within the request timeout");
+            return;
+        }
+        None => conn.await,
+    };
+    if let Err(e) = ended {
         tracing::debug!(peer = %peer, error = %e, "connection ended with an error");
     }
 }

@@ -279,7 +279,7 @@ fn read_prometheus(mut p: ObjectReader<'_>) -> Result<PrometheusConfig, SpecErro
         cfg.retries = r;
     }
     if let Some(m) = p.integer("maxResponseBytes", 1024, 1 << 34)? {
-        cfg.max_response_bytes = m;
+        cfg.max_response_bytes = Some(m);
     }
     p.finish()?;
     Ok(cfg)

@@ -47,6 +47,7 @@ mod plugin_process;
 mod prometheus_client;
 mod query_kind;
 mod rules;
+mod security_resources;
 mod serve_flagger;
 mod serve_manifests;
 mod serve_ops;

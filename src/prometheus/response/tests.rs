@@ -399,3 +399,72 @@ fn agrees_with_generic_json() {
         );
     }
 }
+
+#[test]
+fn duplicate_envelope_keys_are_malformed() {
+    let vector = r#"{"resultType":"vector","result":[{"metric":{},"value":[1,"1"]}]}"#;
+    for (body, key) in [
+        (
+            format!(r#"{{"status":"error","errorType":"x","error":"y","data":{vector},"status":"success"}}"#),
+            "status",
+        ),
+        (
+            format!(r#"{{"status":"success","status":"error","data":{vector}}}"#),
+            "status",
+        ),
+        (
+            format!(r#"{{"status":"success","data":{vector},"data":{{"resultType":"vector","result":[]}}}}"#),
+            "data",
+        ),
+        (
+            r#"{"status":"success","data":{"resultType":"string","resultType":"vector","result":[]}}"#.to_string(),
+            "resultType",
+        ),
+        (
+            r#"{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1,"9"]}],"result":[]}}"#.to_string(),
+            "result",
+        ),
+        (
+            format!(r#"{{"status":"success","data":{vector},"isPartial":true,"isPartial":false}}"#),
+            "isPartial",
+        ),
+        (
+            format!(r#"{{"status":"success","data":{vector},"warnings":["data missing"],"warnings":[]}}"#),
+            "warnings",
+        ),
+        (
+            format!(r#"{{"status":"success","data":{vector},"infos":[],"infos":[]}}"#),
+            "infos",
+        ),
+        (
+            format!(r#"{{"status":"success","data":{vector},"error":"a","error":"b"}}"#),
+            "error",
+        ),
+        (
+            format!(r#"{{"status":"success","data":{vector},"errorType":"a","errorType":"b"}}"#),
+            "errorType",
+        ),
+    ] {
+        match err(&body) {
+            PrometheusError::Malformed { detail, .. } => {
+                assert!(detail.contains(&format!("duplicate key `{key}`")), "{detail} for {body}")
+            }
+            other => panic!("{other:?} for {body}"),
+        }
+    }
+    // Keys rollgate does not read may repeat (they are skipped either way).
+    ok(&format!(
+        r#"{{"status":"success","data":{vector},"stats":{{}},"stats":{{}}}}"#
+    ));
+    // A non-2xx answer whose error object repeats a key is not read as that object.
+    let e = super::decode(
+        &Origin::unknown(),
+        400,
+        br#"{"status":"error","status":"success","errorType":"bad_data","error":"x"}"#,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(e, PrometheusError::Http { status: 400, .. }),
+        "{e:?}"
+    );
+}

@@ -382,7 +382,7 @@ async fn malformed_and_truncated_bodies() {
 async fn size_cap_declared_and_streamed() {
     let stub = Stub::script(|_, _| json(200, &format!("{}{}", vector_body("1"), " ".repeat(5000))));
     let mut c = cfg(stub.url.clone());
-    c.max_response_bytes = 4096;
+    c.max_response_bytes = Some(4096);
     let e = Client::new().query(&c, &up(), None).await.unwrap_err();
     assert!(
         matches!(e, PrometheusError::TooLarge { limit: 4096, .. }),
@@ -398,7 +398,7 @@ async fn size_cap_declared_and_streamed() {
         size: 1000,
     });
     let mut c = cfg(stub.url.clone());
-    c.max_response_bytes = 10_000;
+    c.max_response_bytes = Some(10_000);
     let e = Client::new().query(&c, &up(), None).await.unwrap_err();
     assert!(
         matches!(e, PrometheusError::TooLarge { limit: 10_000, .. }),
@@ -410,7 +410,7 @@ async fn size_cap_declared_and_streamed() {
     let len = body.len() as u64;
     let stub = Stub::script(move |_, _| json(200, &body));
     let mut c = cfg(stub.url.clone());
-    c.max_response_bytes = len;
+    c.max_response_bytes = Some(len);
     let r = Client::new().query(&c, &up(), None).await.unwrap();
     assert_eq!(first_value(&r), 2.0);
 }
