@@ -14,7 +14,7 @@ pub(crate) mod reader;
 mod template;
 mod yaml;
 
-pub use args::{substitute, substitute_str, ArgValues};
+pub use args::{check_declared, placeholder_names, substitute, substitute_str, ArgValues};
 pub use compare::{CompareForm, CompareSpec, RatioQueries};
 pub use error::SpecError;
 pub(crate) use fleet::{is_bare_digest, INIT_CONTAINER_INFO, POD_STATUS_PHASE};
