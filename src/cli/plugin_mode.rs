@@ -8,7 +8,7 @@ use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, ValueEnum};
 use tracing_subscriber::EnvFilter;
 
 use crate::argo::ArgoProvider;
-use crate::engine::{AddressPolicy, Engine};
+use crate::engine::{AddressPolicy, Engine, Trust};
 use crate::goplugin::{serve, ServeOptions};
 use crate::plugin_host::check_cookie;
 use crate::prometheus::{Backend, Client};
@@ -37,6 +37,18 @@ pub struct PluginArgs {
     /// whose AllowedProtocols include it); also ROLLGATE_PLUGIN_PROTOCOL.
     #[arg(long, env = "ROLLGATE_PLUGIN_PROTOCOL", value_enum, default_value_t = Protocol::Netrpc)]
     pub protocol: Protocol,
+
+    /// A directory whose files specs may name as credentials (`bearerTokenFile`,
+    /// `basicAuth.passwordFile`, `caFile`); repeatable. Without one no such file is read: a
+    /// template author must not have the controller's own secrets (its service-account token)
+    /// sent to an address of theirs. Also ROLLGATE_ALLOW_CREDENTIAL_DIRS (colon-separated).
+    #[arg(
+        long = "allow-credential-dir",
+        value_name = "DIR",
+        env = "ROLLGATE_ALLOW_CREDENTIAL_DIRS",
+        value_delimiter = ':'
+    )]
+    pub allow_credential_dirs: Vec<std::path::PathBuf>,
 }
 
 /// The go-plugin protocol served in plugin mode.
@@ -77,11 +89,11 @@ fn clap_summary(e: &clap::Error) -> String {
 }
 
 /// Reads and checks the arguments and environment; the error is the message to report.
-fn configure() -> Result<(PluginArgs, EnvFilter, AddressPolicy), String> {
+fn configure() -> Result<(PluginArgs, EnvFilter, AddressPolicy, Trust), String> {
     let matches = PluginArgs::command().try_get_matches().map_err(|e| {
         format!(
             "rollgate plugin: invalid arguments in the plugin's ConfigMap entry or ROLLGATE_* \
-             environment: {}; accepted: --log-level, --prometheus, --protocol",
+             environment: {}; accepted: --log-level, --prometheus, --protocol, --allow-credential-dir",
             clap_summary(&e)
         )
     })?;
@@ -104,7 +116,9 @@ fn configure() -> Result<(PluginArgs, EnvFilter, AddressPolicy), String> {
         addresses.default_address =
             Some(check_address(&from, url).map_err(|e| format!("rollgate plugin: {e}"))?);
     }
-    Ok((args, filter, addresses))
+    let trust =
+        Trust::plugin(&args.allow_credential_dirs).map_err(|e| format!("rollgate plugin: {e}"))?;
+    Ok((args, filter, addresses, trust))
 }
 
 /// Serves the controller until it says Quit; returns the exit code. Every start-up failure is
@@ -115,7 +129,7 @@ pub(crate) fn run() -> u8 {
         return 1;
     }
     // Nothing but the handshake may reach stdout.
-    let (args, filter, addresses) = match configure() {
+    let (args, filter, addresses, trust) = match configure() {
         Ok(c) => c,
         Err(message) => {
             crate::logging::report_startup_error(&message);
@@ -144,7 +158,7 @@ pub(crate) fn run() -> u8 {
         Ok(shutdown) => match args.protocol {
             Protocol::Netrpc => runtime
                 .block_on(serve(
-                    Arc::new(ArgoProvider::new(engine)),
+                    Arc::new(ArgoProvider::new(engine, trust)),
                     ServeOptions::from_env(),
                     shutdown,
                 ))
@@ -152,7 +166,10 @@ pub(crate) fn run() -> u8 {
             Protocol::Grpc => runtime
                 .block_on(crate::grpc::plugin_mode::serve(
                     engine,
-                    crate::grpc::plugin_mode::PluginOptions::from_env(),
+                    crate::grpc::plugin_mode::PluginOptions {
+                        trust,
+                        ..crate::grpc::plugin_mode::PluginOptions::from_env()
+                    },
                     shutdown,
                 ))
                 .map_err(|e| e.to_string()),

@@ -8,7 +8,7 @@ use clap::{Args, ValueEnum};
 
 use std::sync::Arc;
 
-use crate::engine::{AddressPolicy, Engine};
+use crate::engine::{AddressPolicy, Engine, Trust};
 use crate::grpc::remote::{Authenticate, RemoteOptions, TlsSource};
 use crate::prometheus::{Backend, Client, Replay};
 use crate::serve::auth::Auth;
@@ -183,7 +183,7 @@ fn execute(args: ServeArgs) -> Result<(), String> {
             deadline: args.deadline,
             request_timeout: args.request_timeout,
             max_body_bytes: args.max_body_bytes,
-            allow_inline: !args.no_inline_specs,
+            trust: Trust::network(!args.no_inline_specs),
             readyz_prometheus,
         },
     };
@@ -202,7 +202,10 @@ fn execute(args: ServeArgs) -> Result<(), String> {
                 .map_err(|e| format!("cannot listen for gRPC on {addr}: {e}"))?;
             let engine =
                 Engine::new(backend, addresses).with_query_observer(server.query_observer());
-            let options = grpc_options(server.credentials(), args.shutdown_grace);
+            let options = RemoteOptions {
+                trust: Trust::network(!args.no_inline_specs),
+                ..grpc_options(server.credentials(), args.shutdown_grace)
+            };
             tracing::info!(addr = %addr, "gRPC listening");
             let stop = shutdown.clone();
             tokio::spawn(crate::grpc::remote::serve_remote(

@@ -16,6 +16,7 @@ mod response;
 mod transport;
 
 pub use client::Client;
+pub(crate) use config::is_sensitive_header;
 pub(crate) use config::redact_url;
 pub use config::{BasicAuth, PrometheusConfig};
 pub use error::{Origin, PrometheusError};

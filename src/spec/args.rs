@@ -292,6 +292,15 @@ fn segments(text: &str, comments: bool) -> Vec<Segment<'_>> {
             start = i;
             continue;
         }
+        if let Some(len) = run_clock_len(&text[i..]) {
+            if start < i {
+                out.push(Segment::Text(&text[start..i]));
+            }
+            out.push(Segment::Other(&text[i..i + len]));
+            i += len;
+            start = i;
+            continue;
+        }
         let c = bytes[i];
         match context {
             Context::Code => match c {
@@ -322,13 +331,23 @@ fn segments(text: &str, comments: bool) -> Vec<Segment<'_>> {
     out
 }
 
+/// The length of the run-clock placeholder (`[[run.elapsed]]`, spaces inside the brackets
+/// allowed) at the start of `text`, if it is there. The engine substitutes it later with a
+/// duration of its own, never a caller's value.
+fn run_clock_len(text: &str) -> Option<usize> {
+    let inner = text.strip_prefix("[[")?;
+    let close = inner.find("]]")?;
+    (inner[..close].trim() == "run.elapsed").then_some(close + 4)
+}
+
 /// What stands in for an argument where the structure of a PromQL template is read.
 const SENTINEL_NAME: &str = "rollgate_arg_value";
 const SENTINEL_NUMBER: &str = "123456789";
 const SENTINEL_DURATION: &str = "123456789s";
 
-/// A sample value for a placeholder that is not an argument (the run clock, a duration), so
-/// that the structure check can parse the query around it.
+/// A sample value for a placeholder that is not an argument (the run clock `[[run.elapsed]]`,
+/// always a duration such as `3600s`), so that the structure check can parse the query around
+/// it.
 fn other_placeholder_sample(_tag: &str) -> &'static str {
     "60s"
 }
@@ -758,6 +777,20 @@ mod value_tests {
             .unwrap_err()
             .to_string();
         assert!(e.starts_with("args.floor:"), "{e}");
+    }
+
+    #[test]
+    fn the_run_clock_is_a_duration_to_the_check() {
+        let text = r#"sum(increase(x{svc="{{args.s}}"}[[[run.elapsed]]])) > {{args.n}}"#;
+        let args: ArgValues = [("s", "pay"), ("n", "3")]
+            .map(|(k, v)| (k.to_string(), Some(v.to_string())))
+            .into();
+        let out = substitute_str(text, &args, "spec.query").unwrap();
+        assert_eq!(out, r#"sum(increase(x{svc="pay"}[[[run.elapsed]]])) > 3"#);
+        let args: ArgValues = [("s", "pay\"}[1m])) or vector(1) #"), ("n", "3")]
+            .map(|(k, v)| (k.to_string(), Some(v.to_string())))
+            .into();
+        assert!(substitute_str(text, &args, "spec.query").is_err());
     }
 
     #[test]

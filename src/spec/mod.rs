@@ -12,6 +12,7 @@ mod metric;
 mod promql;
 pub(crate) mod reader;
 mod template;
+mod trust;
 mod yaml;
 
 pub use args::{check_declared, placeholder_names, substitute, substitute_str, ArgValues};
@@ -28,4 +29,5 @@ pub use metric::{Guard, MetricKind, MetricSpec, NoDataPolicy, OnInsufficient, Qu
 pub use promql::check_promql;
 pub(crate) use promql::parse_promql;
 pub use template::{Metric, Provider, RunLimits, Template};
+pub use trust::template_problems;
 pub use yaml::parse_request_yaml;

@@ -46,6 +46,7 @@ mod plugin_process;
 mod prometheus_client;
 mod query_kind;
 mod rules;
+mod security;
 mod serve_flagger;
 mod serve_manifests;
 mod serve_ops;
