@@ -194,11 +194,10 @@ pub(crate) fn inline_metric(
     // An inline spec declares no arguments: its placeholders are what it accepts.
     let declared = placeholder_names(spec);
     check_declared(
-        declared
-            .iter()
-            .map(String::as_str)
-            .chain(super::templates::IMPLICIT_ARGS),
-        args.iter().map(|(k, _)| k.as_str()),
+        declared.iter().map(String::as_str),
+        args.iter()
+            .map(|(k, _)| k.as_str())
+            .filter(|k| !super::templates::IMPLICIT_ARGS.contains(k)),
     )?;
     let resolved = substitute(spec, &values, "spec")?;
     let Value::Object(mut map) = resolved else {

@@ -83,13 +83,10 @@ impl TemplateSet {
             }
         }
         if let Err(e) = crate::spec::check_declared(
-            loaded
-                .template
-                .args
-                .keys()
-                .map(String::as_str)
-                .chain(IMPLICIT_ARGS),
-            kept.iter().map(|(k, _)| *k),
+            loaded.template.args.keys().map(String::as_str),
+            kept.iter()
+                .map(|(k, _)| *k)
+                .filter(|k| !IMPLICIT_ARGS.contains(k)),
         ) {
             return Some(Err(e));
         }
