@@ -9,7 +9,7 @@ use std::time::Duration;
 use chrono::Utc;
 
 use super::{metric_from_argo, AnalysisRunRef, ArgoMetric};
-use crate::engine::{Engine, EvalOptions};
+use crate::engine::{Engine, EvalOptions, Trust};
 use crate::measurement::Measurement;
 use crate::spec::SpecError;
 
@@ -23,18 +23,31 @@ pub(crate) const MEASUREMENT_BUDGET: Duration = Duration::from_secs(120);
 /// Argo's metric-provider calls over an engine (the metric cache is [`metric_from_argo`]'s).
 pub(crate) struct ArgoProvider {
     engine: Arc<Engine>,
+    /// The plugin's trust policy: which credential files a template may have read.
+    trust: Trust,
 }
 
 impl ArgoProvider {
-    /// A provider that measures with `engine`.
-    pub(crate) fn new(engine: Arc<Engine>) -> ArgoProvider {
-        ArgoProvider { engine }
+    /// A provider that measures with `engine` at `trust` (the engine's policy decides).
+    pub(crate) fn new(engine: Arc<Engine>, trust: Trust) -> ArgoProvider {
+        ArgoProvider { engine, trust }
+    }
+
+    /// The refusal of a metric this provider's trust does not admit, as an Error measurement.
+    fn refused(&self, m: &crate::spec::Metric) -> Option<Measurement> {
+        self.trust
+            .admit(m)
+            .err()
+            .map(|e| Measurement::error(e.to_string(), Utc::now()))
     }
 
     /// `Run`: measures `metric` as the check of `run` it is.
     pub(crate) async fn run(&self, run: &AnalysisRunRef, metric: &ArgoMetric) -> Measurement {
         match metric_from_argo(metric) {
-            Ok(m) => self.engine.measure(&m, &options(run, metric)).await,
+            Ok(m) => match self.refused(&m) {
+                Some(refusal) => refusal,
+                None => self.engine.measure(&m, &options(run, metric)).await,
+            },
             Err(e) => invalid_spec(metric, &e),
         }
     }
@@ -47,11 +60,14 @@ impl ArgoProvider {
         previous: &Measurement,
     ) -> Measurement {
         match metric_from_argo(metric) {
-            Ok(m) => {
-                self.engine
-                    .resume(&m, previous, &options(run, metric))
-                    .await
-            }
+            Ok(m) => match self.refused(&m) {
+                Some(refusal) => refusal,
+                None => {
+                    self.engine
+                        .resume(&m, previous, &options(run, metric))
+                        .await
+                }
+            },
             Err(e) => invalid_spec(metric, &e),
         }
     }

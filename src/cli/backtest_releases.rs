@@ -187,6 +187,11 @@ pub(super) fn run(args: &BacktestArgs, file: &Path) -> Result<u8, String> {
             let mut work = Vec::new();
             let mut release_args = args.args.clone();
             release_args.extend(release.args.iter().cloned());
+            crate::spec::check_declared(
+                ts.iter().flat_map(|t| t.args.keys().map(String::as_str)),
+                release_args.iter().map(|(k, _)| k.as_str()),
+            )
+            .map_err(|e| format!("release {}: {source}: {e}", release.name))?;
             for t in ts {
                 let metrics = t
                     .metrics(&release_args)

@@ -47,6 +47,13 @@ pub(crate) fn render(args: &DashboardArgs) -> Result<String, String> {
         .map_err(|e| format!("cannot read {}: {e}", args.file.display()))?;
     let source = args.file.display().to_string();
     let templates = Template::parse_all(&text, &source).map_err(|e| format!("{source}: {e}"))?;
+    crate::spec::check_declared(
+        templates
+            .iter()
+            .flat_map(|t| t.args.keys().map(String::as_str)),
+        args.args.iter().map(|(k, _)| k.as_str()),
+    )
+    .map_err(|e| format!("{source}: --arg {e}"))?;
     let mut metrics = Vec::new();
     for template in &templates {
         metrics.extend(

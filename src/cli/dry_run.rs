@@ -137,6 +137,13 @@ pub(super) fn load_metrics(
         .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
     let source = file.display().to_string();
     let templates = Template::parse_all(&text, &source).map_err(|e| format!("{source}: {e}"))?;
+    crate::spec::check_declared(
+        templates
+            .iter()
+            .flat_map(|t| t.args.keys().map(String::as_str)),
+        args.iter().map(|(k, _)| k.as_str()),
+    )
+    .map_err(|e| format!("{source}: --arg {e}"))?;
 
     let mut work: Vec<(String, Metric)> = Vec::new();
     for template in &templates {
@@ -199,7 +206,7 @@ async fn evaluate_all(engine: &Engine, work: &[(String, Metric)], args: &DryRunA
                         metric,
                         at: args.at,
                         deadline: Deadline::for_call(None, args.timeout),
-                        trust: Trust::Operator,
+                        trust: Trust::OPERATOR,
                         position: match args.run_start {
                             None => Position::Single,
                             Some(t) => Position::Known {

@@ -8,7 +8,7 @@ use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, ValueEnum};
 use tracing_subscriber::EnvFilter;
 
 use crate::argo::ArgoProvider;
-use crate::engine::{AddressPolicy, Engine};
+use crate::engine::{AddressPolicy, Engine, Trust};
 use crate::goplugin::{serve, ServeOptions};
 use crate::plugin_host::check_cookie;
 use crate::prometheus::{Backend, Client, Limits};
@@ -47,6 +47,17 @@ pub struct PluginArgs {
     /// also ROLLGATE_MAX_BUFFERED_BYTES.
     #[arg(long, value_name = "BYTES", env = "ROLLGATE_MAX_BUFFERED_BYTES")]
     pub max_buffered_bytes: Option<u64>,
+    /// A directory whose files specs may name as credentials (`bearerTokenFile`,
+    /// `basicAuth.passwordFile`, `caFile`); repeatable. Without one no such file is read: a
+    /// template author must not have the controller's own secrets (its service-account token)
+    /// sent to an address of theirs. Also ROLLGATE_ALLOW_CREDENTIAL_DIRS (colon-separated).
+    #[arg(
+        long = "allow-credential-dir",
+        value_name = "DIR",
+        env = "ROLLGATE_ALLOW_CREDENTIAL_DIRS",
+        value_delimiter = ':'
+    )]
+    pub allow_credential_dirs: Vec<std::path::PathBuf>,
 }
 
 /// The go-plugin protocol served in plugin mode.
@@ -87,12 +98,12 @@ fn clap_summary(e: &clap::Error) -> String {
 }
 
 /// Reads and checks the arguments and environment; the error is the message to report.
-fn configure() -> Result<(PluginArgs, EnvFilter, AddressPolicy), String> {
+fn configure() -> Result<(PluginArgs, EnvFilter, AddressPolicy, Trust), String> {
     let matches = PluginArgs::command().try_get_matches().map_err(|e| {
         format!(
             "rollgate plugin: invalid arguments in the plugin's ConfigMap entry or ROLLGATE_* \
              environment: {}; accepted: --log-level, --prometheus, --protocol, --max-response-bytes, \
-             --max-buffered-bytes",
+             --max-buffered-bytes, --allow-credential-dir",
             clap_summary(&e)
         )
     })?;
@@ -118,7 +129,9 @@ fn configure() -> Result<(PluginArgs, EnvFilter, AddressPolicy), String> {
     Limits::for_server(args.max_response_bytes, args.max_buffered_bytes)
         .check("--max-response-bytes, --max-buffered-bytes")
         .map_err(|e| format!("rollgate plugin: {e}"))?;
-    Ok((args, filter, addresses))
+    let trust =
+        Trust::plugin(&args.allow_credential_dirs).map_err(|e| format!("rollgate plugin: {e}"))?;
+    Ok((args, filter, addresses, trust))
 }
 
 /// Serves the controller until it says Quit; returns the exit code. Every start-up failure is
@@ -129,7 +142,7 @@ pub(crate) fn run() -> u8 {
         return 1;
     }
     // Nothing but the handshake may reach stdout.
-    let (args, filter, addresses) = match configure() {
+    let (args, filter, addresses, trust) = match configure() {
         Ok(c) => c,
         Err(message) => {
             crate::logging::report_startup_error(&message);
@@ -162,7 +175,7 @@ pub(crate) fn run() -> u8 {
         Ok(shutdown) => match args.protocol {
             Protocol::Netrpc => runtime
                 .block_on(serve(
-                    Arc::new(ArgoProvider::new(engine)),
+                    Arc::new(ArgoProvider::new(engine, trust)),
                     ServeOptions::from_env(),
                     shutdown,
                 ))
@@ -170,7 +183,10 @@ pub(crate) fn run() -> u8 {
             Protocol::Grpc => runtime
                 .block_on(crate::grpc::plugin_mode::serve(
                     engine,
-                    crate::grpc::plugin_mode::PluginOptions::from_env(),
+                    crate::grpc::plugin_mode::PluginOptions {
+                        trust,
+                        ..crate::grpc::plugin_mode::PluginOptions::from_env()
+                    },
                     shutdown,
                 ))
                 .map_err(|e| e.to_string()),

@@ -149,6 +149,13 @@ pub(crate) fn render(args: &RulesArgs) -> Result<(String, Vec<String>), String> 
         .map_err(|e| format!("cannot read {}: {e}", args.file.display()))?;
     let source = args.file.display().to_string();
     let templates = Template::parse_all(&text, &source).map_err(|e| format!("{source}: {e}"))?;
+    crate::spec::check_declared(
+        templates
+            .iter()
+            .flat_map(|t| t.args.keys().map(String::as_str)),
+        args.args.iter().map(|(k, _)| k.as_str()),
+    )
+    .map_err(|e| format!("{source}: --arg {e}"))?;
     let options = RuleOptions {
         placement: RulePlacement {
             namespace: args.namespace.clone(),

@@ -8,7 +8,7 @@ use clap::{Args, ValueEnum};
 
 use std::sync::Arc;
 
-use crate::engine::{AddressPolicy, Engine};
+use crate::engine::{AddressPolicy, Engine, Trust};
 use crate::grpc::remote::{Authenticate, RemoteOptions, TlsSource};
 use crate::prometheus::{Backend, Client, Limits, Replay};
 use crate::serve::auth::Auth;
@@ -196,7 +196,7 @@ fn execute(args: ServeArgs) -> Result<(), String> {
             deadline: args.deadline,
             request_timeout: args.request_timeout,
             max_body_bytes: args.max_body_bytes,
-            allow_inline: !args.no_inline_specs,
+            trust: Trust::network(!args.no_inline_specs),
             readyz_prometheus,
         },
     };
@@ -215,7 +215,10 @@ fn execute(args: ServeArgs) -> Result<(), String> {
                 .map_err(|e| format!("cannot listen for gRPC on {addr}: {e}"))?;
             let engine =
                 Engine::new(backend, addresses).with_query_observer(server.query_observer());
-            let mut options = grpc_options(server.credentials(), args.shutdown_grace);
+            let mut options = RemoteOptions {
+                trust: Trust::network(!args.no_inline_specs),
+                ..grpc_options(server.credentials(), args.shutdown_grace)
+            };
             options.first_request_timeout = args.request_timeout;
             tracing::info!(addr = %addr, "gRPC listening");
             let stop = shutdown.clone();

@@ -5,12 +5,16 @@
 //! - **deadline → Error**: a measurement without a verdict by the deadline is an Error saying
 //!   so, or — when the caller set the deadline and has gone — no measurement at all
 //!   ([`CallError::DeadlineExceeded`], gRPC's DEADLINE_EXCEEDED);
-//! - **trust**: a spec that came over the network may not name files on this machine
-//!   (`bearerTokenFile`, `basicAuth`, `caFile`), or a caller could have rollgate send a local
-//!   secret to a Prometheus address of its choosing;
+//! - **trust** ([`Trust`], one policy per surface): a spec that came over the network may not
+//!   name files on this machine (`bearerTokenFile`, `basicAuth`, `caFile`), or a caller could
+//!   have rollgate send a local secret to a Prometheus address of its choosing, nor get the
+//!   default address's credentials; in plugin mode credential files are read only under the
+//!   directories the operator allows; `--no-inline-specs` refuses specs sent with a call;
 //! - **run position**: which check of its run this is, from the caller's AnalysisRun when it
 //!   sends one, else from the engine's run tracker ([`super::runs`]).
 
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -21,22 +25,116 @@ use super::{Engine, EvalOptions};
 use crate::measurement::Measurement;
 use crate::spec::Metric;
 
-/// How far a call's spec is trusted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Trust {
-    /// From the operator (a template loaded from disk, a plugin host that is trusted like the
-    /// controller, the command line): the spec may name files on this machine.
-    Operator,
-    /// From the network (an inline spec, a remote gRPC call): it may not.
-    Network,
+/// The one trust policy of a surface, decided here and only translated by the surfaces: which
+/// specs a call may bring, which files on this machine they may name, and whether the
+/// operator's default Prometheus credentials go with them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Trust {
+    /// Whether a spec sent with the call (an inline spec, a gRPC `Analyze`) is accepted at
+    /// all; `serve --no-inline-specs` says no for HTTP and gRPC alike.
+    pub inline_specs: bool,
+    /// Which files on this machine a spec may have read (`bearerTokenFile`,
+    /// `basicAuth.passwordFile`, `caFile`).
+    pub files: FileAccess,
+    /// Whether a spec that names no address gets the operator's default address with the
+    /// credentials in its userinfo.
+    pub default_credentials: bool,
 }
 
+/// Which files on this machine a spec may have read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileAccess {
+    /// Any: the spec is the operator's (a template loaded from disk, the command line).
+    Any,
+    /// Only files under these directories (canonical paths), after resolving symlinks and
+    /// `..`: plugin mode, where template authors are less privileged than the controller.
+    Under(Arc<[PathBuf]>),
+    /// None: the spec came over the network, and a caller could otherwise have rollgate send a
+    /// local secret to a Prometheus address of its choosing.
+    Nowhere,
+}
+
+/// The plugin argument that allows credential directories, named in refusals.
+pub const ALLOW_CREDENTIAL_DIR: &str = "--allow-credential-dir (ROLLGATE_ALLOW_CREDENTIAL_DIRS)";
+
 impl Trust {
+    /// The operator's own specs: templates loaded from disk, the command line.
+    pub const OPERATOR: Trust = Trust {
+        inline_specs: true,
+        files: FileAccess::Any,
+        default_credentials: true,
+    };
+
+    /// Specs from a network caller, inline specs allowed.
+    pub const NETWORK: Trust = Trust {
+        inline_specs: true,
+        files: FileAccess::Nowhere,
+        default_credentials: false,
+    };
+
+    /// Specs from a network caller; `inline_specs` false refuses every spec sent with a call.
+    pub fn network(inline_specs: bool) -> Trust {
+        Trust {
+            inline_specs,
+            ..Trust::NETWORK
+        }
+    }
+
+    /// Plugin mode: the controller hands over what template authors wrote, and credential files
+    /// are read only under `dirs` (each canonicalised; one that cannot be resolved is an error
+    /// naming it). The default address is the operator's plugin argument, its credentials
+    /// meant for these templates.
+    pub fn plugin(dirs: &[PathBuf]) -> Result<Trust, String> {
+        let canonical = dirs
+            .iter()
+            .map(|d| {
+                std::fs::canonicalize(d).map_err(|e| {
+                    format!(
+                        "{ALLOW_CREDENTIAL_DIR}: cannot resolve {}: {e}",
+                        d.display()
+                    )
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Trust {
+            inline_specs: true,
+            files: FileAccess::Under(canonical.into()),
+            default_credentials: true,
+        })
+    }
+
+    /// Whether a call may bring its own spec.
+    pub fn admit_inline(&self) -> Result<(), CallError> {
+        if self.inline_specs {
+            Ok(())
+        } else {
+            Err(CallError::InlineDisabled)
+        }
+    }
+
     /// Whether `metric` may run at this trust; the refusal names the key.
-    pub fn admit(self, metric: &Metric) -> Result<(), CallError> {
-        match (self, metric.server_file_key()) {
-            (Trust::Network, Some(key)) => Err(CallError::ServerFile { key }),
-            _ => Ok(()),
+    pub fn admit(&self, metric: &Metric) -> Result<(), CallError> {
+        match &self.files {
+            FileAccess::Any => Ok(()),
+            FileAccess::Nowhere => match metric.server_file_key() {
+                Some(key) => Err(CallError::ServerFile { key }),
+                None => Ok(()),
+            },
+            FileAccess::Under(dirs) => {
+                for (key, path) in metric.server_files() {
+                    // Resolved first, so neither a symlink nor `..` leads out of the directory.
+                    let inside = std::fs::canonicalize(path)
+                        .is_ok_and(|real| dirs.iter().any(|d| real.starts_with(d)));
+                    if !inside {
+                        return Err(CallError::CredentialFile {
+                            key,
+                            path: path.display().to_string(),
+                            allowed: dirs.is_empty(),
+                        });
+                    }
+                }
+                Ok(())
+            }
         }
     }
 }
@@ -52,6 +150,21 @@ pub enum CallError {
         /// The spec key (`bearerTokenFile`, `basicAuth`, `caFile`).
         key: &'static str,
     },
+    /// A plugin-mode spec names a credential file outside the operator's allowed directories.
+    #[error("prometheus.{key}: {path:?} is not read: {}", if *allowed { format!("credential files are read only under a directory the operator allows with {ALLOW_CREDENTIAL_DIR}, and none is allowed") } else { format!("it is not under a directory allowed with {ALLOW_CREDENTIAL_DIR}") })]
+    CredentialFile {
+        /// The spec key (`bearerTokenFile`, `basicAuth.passwordFile`, `caFile`).
+        key: &'static str,
+        /// The path as the spec wrote it.
+        path: String,
+        /// True when no directory is allowed at all.
+        allowed: bool,
+    },
+    /// The server takes no specs with calls (`--no-inline-specs`).
+    #[error(
+        "inline specs are disabled on this server (--no-inline-specs): name a template instead"
+    )]
+    InlineDisabled,
     /// The caller's own deadline passed: it is no longer waiting for an answer.
     #[error("the call's deadline passed before a verdict was reached")]
     DeadlineExceeded,
@@ -205,7 +318,15 @@ impl Engine {
     /// Measures one call: refuses what its trust does not admit, places it in its run, and
     /// answers within its deadline (see the module documentation for the rules).
     pub async fn call(&self, call: Call<'_>) -> Result<Measurement, CallError> {
-        call.trust.admit(call.metric)?;
+        match call.trust.admit(call.metric) {
+            // A plugin-mode spec with a credential file outside the allowed directories: an
+            // Error measurement naming the argument, as Argo records it.
+            Err(e @ CallError::CredentialFile { .. }) => {
+                return Ok(Measurement::error(e.to_string(), Utc::now()))
+            }
+            other => other?,
+        }
+        let without_default_credentials = !call.trust.default_credentials;
         let started_at = Utc::now();
         let (run_started_at, checks_done) = match &call.position {
             Position::Single => (None, None),
@@ -238,6 +359,7 @@ impl Engine {
             deadline: Some(call.deadline.queries_by),
             run_started_at,
             checks_done,
+            without_default_credentials,
             ..EvalOptions::default()
         };
         let work = async {

@@ -50,7 +50,9 @@ use crate::measurement::{Measurement, Phase};
 use crate::prometheus::{Backend, PrometheusConfig, PrometheusError, QueryRequest, QueryResponse};
 use crate::spec::{Metric, MetricKind, NoDataPolicy, OnInsufficient, Provider};
 
-pub use call::{Call, CallError, Deadline, Expiry, Limit, Position, Trust};
+pub use call::{
+    Call, CallError, Deadline, Expiry, FileAccess, Limit, Position, Trust, ALLOW_CREDENTIAL_DIR,
+};
 pub use fleet::{FleetPlan, RulePlacement};
 
 /// The environment variable that names a Prometheus address when a spec gives none.
@@ -97,6 +99,10 @@ pub struct EvalOptions {
     /// check's position): a backtest never reads it, and over 10,000 checks building it was a
     /// measurable share of the run. Verdict-related entries are still written.
     pub skip_metadata: bool,
+    /// The spec came from a caller (an inline spec, a remote gRPC call): a spec that names no
+    /// address gets the operator's default (or override) address without the credentials in
+    /// its userinfo, which belong to the operator's own specs alone.
+    pub without_default_credentials: bool,
 }
 
 impl EvalOptions {
@@ -203,37 +209,41 @@ impl Engine {
                     .map(ToString::to_string)
                     .unwrap_or_default(),
             ),
-            Provider::Rollgate(spec) => match self.resolve(&spec.prometheus) {
-                Err(message) => Outcome::new().error(message),
-                Ok(config) => {
-                    let cx = Ctx {
-                        metric,
-                        no_data: spec.no_data,
-                        config: &config,
-                        opts,
-                        started_at,
-                    };
-                    // Compare and fleet measurements are boxed: their futures are twice a
-                    // query's, and inline they would size every measurement's future (which
-                    // the surfaces move, a memcpy each time) by the largest kind.
-                    let mut out = match &spec.kind {
-                        MetricKind::Query(q) => self.measure_query(&cx, q).await,
-                        MetricKind::Compare(c) => Box::pin(self.measure_compare(&cx, c)).await,
-                        MetricKind::Fleet(f) => Box::pin(self.measure_fleet(&cx, f)).await,
-                    };
-                    if !opts.skip_metadata {
-                        out.metadata.insert("kind".into(), spec.kind.name().into());
+            Provider::Rollgate(spec) => {
+                match self.resolve_with(&spec.prometheus, opts.without_default_credentials) {
+                    Err(message) => Outcome::new().error(message),
+                    Ok(config) => {
+                        let cx = Ctx {
+                            metric,
+                            no_data: spec.no_data,
+                            config: &config,
+                            opts,
+                            started_at,
+                        };
+                        // Compare and fleet measurements are boxed: their futures are twice a
+                        // query's, and inline they would size every measurement's future (which
+                        // the surfaces move, a memcpy each time) by the largest kind.
+                        let mut out = match &spec.kind {
+                            MetricKind::Query(q) => self.measure_query(&cx, q).await,
+                            MetricKind::Compare(c) => Box::pin(self.measure_compare(&cx, c)).await,
+                            MetricKind::Fleet(f) => Box::pin(self.measure_fleet(&cx, f)).await,
+                        };
+                        if !opts.skip_metadata {
+                            out.metadata.insert("kind".into(), spec.kind.name().into());
+                        }
+                        out
                     }
-                    out
                 }
-            },
-            Provider::Prometheus { config, query } => match self.resolve(config) {
-                Err(message) => Outcome::new().error(message),
-                Ok(config) => {
-                    self.measure_argo_prometheus(metric, &config, query, opts)
-                        .await
+            }
+            Provider::Prometheus { config, query } => {
+                match self.resolve_with(config, opts.without_default_credentials) {
+                    Err(message) => Outcome::new().error(message),
+                    Ok(config) => {
+                        self.measure_argo_prometheus(metric, &config, query, opts)
+                            .await
+                    }
                 }
-            },
+            }
             Provider::Unsupported(name) => {
                 Outcome::new().error(format!("provider {name} is not one rollgate can evaluate"))
             }
@@ -320,10 +330,25 @@ impl Engine {
         &self,
         config: &'c PrometheusConfig,
     ) -> Result<std::borrow::Cow<'c, PrometheusConfig>, String> {
+        self.resolve_with(config, false)
+    }
+
+    /// [`Self::resolve`], with the operator's address stripped of its userinfo when
+    /// `without_credentials` (a caller's spec, see [`EvalOptions`]).
+    fn resolve_with<'c>(
+        &self,
+        config: &'c PrometheusConfig,
+        without_credentials: bool,
+    ) -> Result<std::borrow::Cow<'c, PrometheusConfig>, String> {
         use std::borrow::Cow;
         let with = |address: &str| {
+            let address = if without_credentials {
+                crate::prometheus::redact_url(address)
+            } else {
+                address.to_string()
+            };
             Cow::Owned(PrometheusConfig {
-                address: address.to_string(),
+                address,
                 ..config.clone()
             })
         };

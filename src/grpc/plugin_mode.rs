@@ -26,7 +26,7 @@ use super::goplugin_services::{
 use super::server::{serve_connection, Gate};
 use super::service::{MetricProvider, ServiceOptions};
 use super::{GrpcError, DEFAULT_MAX_MESSAGE_BYTES, SERVICE_NAME};
-use crate::engine::Engine;
+use crate::engine::{Engine, Trust};
 use crate::plugin_host::{announce, handshake_line, HostEnv, WireProtocol};
 use crate::shutdown::Shutdown;
 
@@ -51,6 +51,8 @@ pub(crate) struct PluginOptions {
     pub exit_on_disconnect: bool,
     /// Largest request message accepted.
     pub max_message_bytes: usize,
+    /// The plugin's trust policy (credential directories).
+    pub trust: Trust,
 }
 
 impl PluginOptions {
@@ -60,6 +62,7 @@ impl PluginOptions {
             host: HostEnv::from_env(),
             exit_on_disconnect: true,
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+            trust: Trust::plugin(&[]).unwrap_or(Trust::NETWORK),
         }
     }
 }
@@ -122,7 +125,7 @@ async fn routes(
     let provider = MetricProvider::new(
         engine,
         ServiceOptions {
-            allow_server_files: true,
+            trust: opts.trust.clone(),
             max_message_bytes: opts.max_message_bytes,
             ..ServiceOptions::default()
         },

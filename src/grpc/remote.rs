@@ -21,7 +21,7 @@ use super::service::{MetricProvider, ServiceOptions};
 use super::{DEFAULT_MAX_MESSAGE_BYTES, FILE_DESCRIPTOR_SET, SERVICE_NAME};
 use crate::argo::MEASUREMENT_BUDGET;
 use crate::auth::{bearer_token, constant_time_eq};
-use crate::engine::Engine;
+use crate::engine::{Engine, Trust};
 
 /// How long a TLS handshake may take before the connection is dropped.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -107,6 +107,8 @@ pub struct RemoteOptions {
     pub shutdown_grace: Duration,
     /// A connection that brings no complete request within this (after TLS) is closed.
     pub first_request_timeout: Duration,
+    /// The endpoint's trust policy: a network caller's ([`Trust::network`]).
+    pub trust: Trust,
 }
 
 impl Default for RemoteOptions {
@@ -118,6 +120,7 @@ impl Default for RemoteOptions {
             budget: MEASUREMENT_BUDGET,
             shutdown_grace: Duration::from_secs(10),
             first_request_timeout: Duration::from_secs(10),
+            trust: Trust::NETWORK,
         }
     }
 }
@@ -224,7 +227,7 @@ fn routes(
     let provider = MetricProvider::new(
         engine,
         ServiceOptions {
-            allow_server_files: false,
+            trust: options.trust.clone(),
             budget: options.budget,
             max_message_bytes: options.max_message_bytes,
         },

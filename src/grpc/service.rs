@@ -20,16 +20,16 @@ use super::pb::metric_provider_service_server::{
 use crate::argo::{metric_from_argo, AnalysisRunRef, MEASUREMENT_BUDGET, PROVIDER_TYPE};
 use crate::engine::{Call, CallError, Deadline, Engine, Position, Trust};
 use crate::measurement::Measurement;
-use crate::spec::{substitute, substitute_str, ArgValues, Metric};
+use crate::spec::{
+    check_declared, placeholder_names, substitute, substitute_str, ArgValues, Metric,
+};
 
 /// How the service treats requests.
 #[derive(Debug, Clone)]
 pub struct ServiceOptions {
-    /// Whether a spec may name files on this machine (`bearerTokenFile`, `basicAuth`,
-    /// `caFile`). True for a plugin host, which is trusted like the controller; false for the
-    /// network endpoint, where a caller could otherwise have rollgate send a local file to a
-    /// Prometheus address of its choosing.
-    pub allow_server_files: bool,
+    /// The surface's trust policy (the engine's): a plugin host's ([`Trust::plugin`]) or the
+    /// network endpoint's ([`Trust::network`]), which follows `serve --no-inline-specs`.
+    pub trust: Trust,
     /// The most time one measurement may take; a call's own deadline shortens it.
     pub budget: Duration,
     /// Largest request message accepted (the transport refuses larger ones first, with
@@ -40,7 +40,7 @@ pub struct ServiceOptions {
 impl Default for ServiceOptions {
     fn default() -> Self {
         ServiceOptions {
-            allow_server_files: true,
+            trust: Trust::OPERATOR,
             budget: MEASUREMENT_BUDGET,
             max_message_bytes: super::DEFAULT_MAX_MESSAGE_BYTES,
         }
@@ -82,15 +82,14 @@ impl MetricProvider {
 
     /// How far this service trusts the specs it is sent.
     fn trust(&self) -> Trust {
-        if self.options.allow_server_files {
-            Trust::Operator
-        } else {
-            Trust::Network
-        }
+        self.options.trust.clone()
     }
 
     /// Builds the engine's metric, refusing specs this service may not run.
     fn metric(&self, field: &str, m: &pb::Metric, spec_json: &str) -> Result<Arc<Metric>, Status> {
+        // Every metric of this service comes with the call: a server that takes no inline
+        // specs takes none here either.
+        self.options.trust.admit_inline().map_err(status)?;
         let argo = convert::argo_metric(field, m, spec_json)?;
         let metric = metric_from_argo(&argo).map_err(|e| {
             Status::invalid_argument(format!(
@@ -98,8 +97,12 @@ impl MetricProvider {
                 m.name
             ))
         })?;
-        self.trust().admit(&metric).map_err(status)?;
-        Ok(metric)
+        match self.options.trust.admit(&metric) {
+            // A plugin-mode credential file outside the allowed directories is an Error
+            // measurement (the engine's call answers it), as over net/rpc.
+            Ok(()) | Err(CallError::CredentialFile { .. }) => Ok(metric),
+            Err(e) => Err(status(e)),
+        }
     }
 
     /// Asks the engine, within the call's deadline and at this service's trust.
@@ -138,6 +141,8 @@ fn status(e: CallError) -> Status {
             "{e}; use a plugin deployment or a template for credentials"
         )),
         CallError::DeadlineExceeded => Status::deadline_exceeded(e.to_string()),
+        CallError::InlineDisabled => Status::permission_denied(e.to_string()),
+        CallError::CredentialFile { .. } => Status::permission_denied(e.to_string()),
     }
 }
 
@@ -165,6 +170,16 @@ fn substituted(m: &pb::Metric, args: &ArgValues) -> Result<(pb::Metric, String),
     let invalid = |e: crate::spec::SpecError| Status::invalid_argument(e.to_string());
     let value: Value = serde_json::from_str(&m.spec_json)
         .map_err(|e| Status::invalid_argument(format!("metric.spec_json: not valid JSON: {e}")))?;
+    // The spec declares no arguments: its placeholders are what it accepts.
+    let mut declared = placeholder_names(&value);
+    for condition in [&m.success_condition, &m.failure_condition] {
+        declared.extend(placeholder_names(&Value::String(condition.clone())));
+    }
+    check_declared(
+        declared.iter().map(String::as_str),
+        args.keys().map(String::as_str),
+    )
+    .map_err(invalid)?;
     let spec = substitute(&value, args, "metric.spec_json").map_err(invalid)?;
     let metric = pb::Metric {
         success_condition: substitute_str(&m.success_condition, args, "metric.success_condition")

@@ -19,6 +19,7 @@ mod transport;
 
 pub use budget::{Limits, DEFAULT_MAX_BUFFERED_BYTES, DEFAULT_MAX_RESPONSE_BYTES};
 pub use client::Client;
+pub(crate) use config::is_sensitive_header;
 pub(crate) use config::redact_url;
 pub use config::{BasicAuth, PrometheusConfig};
 pub use error::{Origin, PrometheusError};

@@ -15,7 +15,10 @@ use super::AppState;
 use crate::engine::combine::{Combined, Named};
 use crate::engine::{Call, Deadline, Position, Trust};
 use crate::measurement::{JsonKeys, Measurement, Phase};
-use crate::spec::{substitute, ArgValues, Metric, MetricSpec, Provider, SpecError};
+use crate::spec::{
+    check_declared, placeholder_names, substitute, ArgValues, Metric, MetricSpec, Provider,
+    SpecError,
+};
 
 /// What a status code means to the caller, and so how each verdict must be answered. This is
 /// the one place where verdicts become status codes; the surfaces only say who is asking.
@@ -97,26 +100,25 @@ pub struct Plan {
 }
 
 /// Resolves a selection with the request's arguments (later pairs win over earlier ones).
-/// Inline specs are refused when `allow_inline` is false, and may not name files on this
-/// server (token, password or CA files): those belong in templates an operator controls.
+/// Inline specs are judged by the server's `network` trust policy: refused under
+/// `--no-inline-specs`, never naming files on this server (token, password or CA files: those
+/// belong in templates an operator controls).
 pub fn plan(
     templates: &TemplateSet,
     selection: &Selection,
     args: &[(String, String)],
-    allow_inline: bool,
+    network: &Trust,
 ) -> Result<Plan, Rejection> {
     match selection {
         Selection::Template { name, metric } => plan_template(templates, name, metric, args),
         Selection::Inline { spec, name } => {
-            if !allow_inline {
-                return Err(Rejection::unprocessable(
-                    "inline specs are disabled on this server (--no-inline-specs): name a template instead",
-                ));
-            }
+            network
+                .admit_inline()
+                .map_err(|e| Rejection::unprocessable(e.to_string()))?;
             let metric = inline_metric(spec, name, args)
                 .map_err(|e| Rejection::unprocessable(format!("invalid spec: {e}")))?;
             // Refused before anything is measured; the rule is the engine's.
-            Trust::Network.admit(&metric).map_err(|e| {
+            network.admit(&metric).map_err(|e| {
                 Rejection::unprocessable(format!(
                     "spec.{e}; put credentials in a template loaded with --templates"
                 ))
@@ -126,7 +128,7 @@ pub fn plan(
             Ok(Plan {
                 template: None,
                 metrics,
-                trust: Trust::Network,
+                trust: network.clone(),
             })
         }
     }
@@ -175,7 +177,7 @@ fn plan_template(
     Ok(Plan {
         template: Some(name.to_string()),
         metrics,
-        trust: Trust::Operator,
+        trust: Trust::OPERATOR,
     })
 }
 
@@ -189,6 +191,14 @@ pub(crate) fn inline_metric(
         .iter()
         .map(|(k, v)| (k.clone(), Some(v.clone())))
         .collect();
+    // An inline spec declares no arguments: its placeholders are what it accepts.
+    let declared = placeholder_names(spec);
+    check_declared(
+        declared.iter().map(String::as_str),
+        args.iter()
+            .map(|(k, _)| k.as_str())
+            .filter(|k| !super::templates::IMPLICIT_ARGS.contains(k)),
+    )?;
     let resolved = substitute(spec, &values, "spec")?;
     let Value::Object(mut map) = resolved else {
         return Err(crate::spec::reader::invalid(
@@ -284,7 +294,7 @@ pub(crate) async fn measure(state: &AppState, plan: &Plan, run: Option<&str>) ->
             metric,
             at: None,
             deadline: Deadline::answer_within(deadline, "deadline (--deadline)"),
-            trust: plan.trust,
+            trust: plan.trust.clone(),
             position,
             previous: None,
         };
@@ -373,10 +383,16 @@ mod tests {
             spec: s,
             name: "x".into(),
         };
-        let e = plan(&set, &sel, &[("service".into(), "a".into())], true).unwrap_err();
+        let e = plan(
+            &set,
+            &sel,
+            &[("service".into(), "a".into())],
+            &Trust::NETWORK,
+        )
+        .unwrap_err();
         assert_eq!(e.status.as_u16(), 422);
         assert!(e.message.contains("bearerTokenFile"), "{}", e.message);
-        let e = plan(&set, &sel, &[], false).unwrap_err();
+        let e = plan(&set, &sel, &[], &Trust::network(false)).unwrap_err();
         assert!(e.message.contains("disabled"), "{}", e.message);
     }
 
@@ -387,7 +403,7 @@ mod tests {
             name: "nope".into(),
             metric: None,
         };
-        let e = plan(&set, &sel, &[], true).unwrap_err();
+        let e = plan(&set, &sel, &[], &Trust::NETWORK).unwrap_err();
         assert!(e.message.contains("\"nope\""), "{}", e.message);
     }
 

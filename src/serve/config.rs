@@ -7,7 +7,7 @@ use std::time::Duration;
 use thiserror::Error;
 
 use super::{auth, templates, tls, watch};
-use crate::engine::Engine;
+use crate::engine::{Engine, Trust};
 
 /// What the handlers need to know about the server's limits.
 #[derive(Debug, Clone)]
@@ -18,8 +18,9 @@ pub(crate) struct Settings {
     pub request_timeout: Duration,
     /// Largest request body accepted.
     pub max_body_bytes: usize,
-    /// Whether requests may carry their own spec (otherwise templates only).
-    pub allow_inline: bool,
+    /// The trust policy for what callers send (inline specs allowed?); templates are the
+    /// operator's own.
+    pub trust: Trust,
     /// `/readyz` also checks that this Prometheus answers.
     pub readyz_prometheus: Option<String>,
 }

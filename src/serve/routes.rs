@@ -272,7 +272,7 @@ mod tests {
                 deadline: Duration::from_secs(1),
                 request_timeout: Duration::from_secs(1),
                 max_body_bytes: 1024,
-                allow_inline: true,
+                trust: crate::engine::Trust::NETWORK,
                 readyz_prometheus: None,
             },
         ))

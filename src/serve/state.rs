@@ -57,7 +57,7 @@ impl AppState {
                 &state.templates.current(),
                 &selection,
                 &args,
-                state.settings.allow_inline,
+                &state.settings.trust,
             )
         };
         if is_template {

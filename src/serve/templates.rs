@@ -11,6 +11,10 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use crate::spec::{Metric, Provider, SpecError, Template};
 
+/// Arguments every Flagger hook supplies (the canary's name and namespace), whether or not the
+/// template uses them: never an undeclared argument.
+pub(crate) const IMPLICIT_ARGS: [&str; 2] = ["name", "namespace"];
+
 /// Most resolved (template, arguments) pairs kept; the cache starts over when it is full.
 const CACHE_ENTRIES: usize = 512;
 
@@ -77,6 +81,14 @@ impl TemplateSet {
                 Some(last) if last.0 == k => last.1 = v,
                 _ => kept.push((k, v)),
             }
+        }
+        if let Err(e) = crate::spec::check_declared(
+            loaded.template.args.keys().map(String::as_str),
+            kept.iter()
+                .map(|(k, _)| *k)
+                .filter(|k| !IMPLICIT_ARGS.contains(k)),
+        ) {
+            return Some(Err(e));
         }
         let mut key = CacheKey::with_capacity(64);
         let mut length = itoa::Buffer::new();
@@ -238,6 +250,11 @@ fn load_file(file: &Path) -> Result<(Vec<Template>, Vec<String>), String> {
     })?;
     let mut warnings = Vec::new();
     for t in &templates {
+        // Credentials whose destination an argument could choose: never served.
+        let problems = crate::spec::template_problems(t);
+        if !problems.is_empty() {
+            return Err(format!("{} {:?}: {}", t.kind, t.name, problems.join("; ")));
+        }
         let unset: Vec<(String, String)> = t
             .args
             .iter()

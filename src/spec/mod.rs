@@ -13,9 +13,10 @@ mod promql;
 pub(crate) mod reader;
 pub mod run_clock;
 mod template;
+mod trust;
 mod yaml;
 
-pub use args::{substitute, substitute_str, ArgValues};
+pub use args::{check_declared, placeholder_names, substitute, substitute_str, ArgValues};
 pub use compare::{CompareForm, CompareSpec, RatioQueries};
 pub use error::SpecError;
 pub(crate) use fleet::{
@@ -31,4 +32,5 @@ pub use metric::{Guard, MetricKind, MetricSpec, NoDataPolicy, OnInsufficient, Qu
 pub use promql::check_promql;
 pub(crate) use promql::parse_promql;
 pub use template::{Metric, Provider, RunLimits, Template};
+pub use trust::template_problems;
 pub use yaml::parse_request_yaml;

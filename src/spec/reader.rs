@@ -240,7 +240,7 @@ pub(crate) fn describe(v: &Value) -> String {
     }
 }
 
-fn closest<'k>(key: &str, known: &BTreeSet<&'k str>) -> Option<&'k str> {
+pub(crate) fn closest<'k>(key: &str, known: &BTreeSet<&'k str>) -> Option<&'k str> {
     let lower = key.to_ascii_lowercase();
     known
         .iter()

@@ -268,6 +268,11 @@ impl Template {
         ))
     }
 
+    /// The metrics as written, placeholders unresolved (for checks of the template itself).
+    pub(crate) fn raw_metrics(&self) -> &[Value] {
+        &self.raw_metrics
+    }
+
     /// The metrics with `{{args.*}}` resolved from the defaults and `overrides`, validated.
     pub fn metrics(&self, overrides: &[(String, String)]) -> Result<Vec<Metric>, SpecError> {
         let mut args = self.args.clone();
@@ -430,6 +435,25 @@ impl Metric {
             self.success_condition.as_ref(),
             self.failure_condition.as_ref(),
         )
+    }
+
+    /// Every file on this machine the spec would have read, with its key.
+    pub fn server_files(&self) -> Vec<(&'static str, &std::path::Path)> {
+        let p = match &self.provider {
+            Provider::Rollgate(spec) => &spec.prometheus,
+            _ => return Vec::new(),
+        };
+        let mut files = Vec::new();
+        if let Some(f) = &p.bearer_token_file {
+            files.push(("bearerTokenFile", f.as_path()));
+        }
+        if let Some(b) = &p.basic_auth {
+            files.push(("basicAuth.passwordFile", b.password_file.as_path()));
+        }
+        if let Some(f) = &p.ca_file {
+            files.push(("caFile", f.as_path()));
+        }
+        files
     }
 
     /// The first key that makes this metric read a file on the machine that measures it

@@ -176,9 +176,9 @@ class Runner:
             pb.GarbageCollectRequest(analysis_run=run, limit=10), metadata=md, timeout=10))
         at = pb.Measurement().started_at.__class__(seconds=1767323045)
         self.record("analyze", lambda: self.stub.Analyze(
-            pb.AnalyzeRequest(metric=self.metric("adhoc", self.spec(a.prom, "{{args.q}}"),
+            pb.AnalyzeRequest(metric=self.metric("adhoc", self.spec(a.prom, "sum(rate(http_requests_total[{{args.w}}]))"),
                                                  "result[0] < {{args.max}}"),
-                              args={"q": "sum(rate(http_requests_total[5m]))", "max": "0.01"},
+                              args={"w": "5m", "max": "0.01"},
                               evaluation_time=at), metadata=md, timeout=10))
 
         # Bad input: clear status codes, and the server keeps serving.

@@ -225,7 +225,7 @@ async fn tracked_calls_of_one_run_are_its_checks() {
             metric: &m,
             at: None,
             deadline: Deadline::for_call(None, Duration::from_secs(30)),
-            trust: Trust::Network,
+            trust: Trust::NETWORK,
             position: Position::Tracked {
                 run: run.into(),
                 metric: "cmp".into(),

@@ -114,7 +114,8 @@ fn a_go_plugin_host_with_automtls_gets_every_method() {
                           "started_at": started, "finished_at": "2026-01-02T03:04:06Z"});
     let run = json!({"name": "payments-7-2", "namespace": "payments", "uid": "4c1f",
                      "labels": {"rollout-type": "Step"}, "start_time": "2026-01-02T03:00:00Z"});
-    let analyze_spec = spec(&prom.url, "{{args.query}}");
+    // Arguments are values: one stands in for the regex literal, never for the query.
+    let analyze_spec = spec(&prom.url, &QUERY.replace("5..", "{{args.code}}"));
     let at = "2026-01-02T03:04:05Z";
     let calls = json!([
         {"method": "InitPlugin", "request": {}},
@@ -127,7 +128,7 @@ fn a_go_plugin_host_with_automtls_gets_every_method() {
         {"method": "Terminate", "request": {"analysis_run": run, "metric": metric("error-rate", &good, ""), "measurement": in_flight}},
         {"method": "GarbageCollect", "request": {"analysis_run": run, "metric": metric("error-rate", &good, ""), "limit": 10}},
         {"method": "Analyze", "request": {"metric": metric("adhoc", &analyze_spec, "result[0] < {{args.max}}"),
-                                          "args": {"query": QUERY, "max": "0.01"}, "evaluation_time": at}},
+                                          "args": {"code": "5..", "max": "0.01"}, "evaluation_time": at}},
         {"method": "Run", "request": {"analysis_run": run}},
         {"method": "Run", "request": {"metric": metric("broken", "{\"query\": ", "")}},
         {"method": "Run", "request": {"metric": metric("no-policy", &json!({"query": "up"}).to_string(), "")}},
@@ -200,7 +201,7 @@ fn a_go_plugin_host_with_automtls_gets_every_method() {
         "InvalidArgument",
         "measurement: is required",
     );
-    refused(&out, 15, "Analyze", "InvalidArgument", "args.query");
+    refused(&out, 15, "Analyze", "InvalidArgument", "args.code");
 
     // A Prometheus that cannot be reached is an Error measurement, never a failed call.
     let m = &ok(&out, 16, "Run")["measurement"];

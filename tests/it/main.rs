@@ -48,6 +48,7 @@ mod prometheus_client;
 mod query_kind;
 mod rules;
 mod security_resources;
+mod security;
 mod serve_flagger;
 mod serve_manifests;
 mod serve_ops;

@@ -448,7 +448,7 @@ async fn a_spec_from_the_network_may_not_name_server_files() {
         let m = metric(&url, "up", "", json!({ "prometheus": p }));
         let budget = || Deadline::for_call(None, Duration::from_secs(5));
         let e = engine()
-            .call(call(&m, budget(), Trust::Network))
+            .call(call(&m, budget(), Trust::NETWORK))
             .await
             .unwrap_err();
         assert_eq!(e, CallError::ServerFile { key }, "{key}");
@@ -460,7 +460,7 @@ async fn a_spec_from_the_network_may_not_name_server_files() {
         );
         // The operator's spec is measured (and fails on the closed port, not on trust).
         let out = engine()
-            .call(call(&m, budget(), Trust::Operator))
+            .call(call(&m, budget(), Trust::OPERATOR))
             .await
             .unwrap();
         assert_eq!(out.phase, Phase::Error, "{out:?}");
@@ -491,7 +491,7 @@ async fn past_its_deadline_a_call_is_an_error_or_no_answer() {
         .call(call(
             &m,
             cut_off(Expiry::Error(Limit::Budget(Duration::from_secs(7)))),
-            Trust::Operator,
+            Trust::OPERATOR,
         ))
         .await
         .unwrap();
@@ -504,7 +504,7 @@ async fn past_its_deadline_a_call_is_an_error_or_no_answer() {
     );
     assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
     let e = engine()
-        .call(call(&m, cut_off(Expiry::CallerGone), Trust::Operator))
+        .call(call(&m, cut_off(Expiry::CallerGone), Trust::OPERATOR))
         .await
         .unwrap_err();
     assert_eq!(e, CallError::DeadlineExceeded);
@@ -512,7 +512,7 @@ async fn past_its_deadline_a_call_is_an_error_or_no_answer() {
     let t = Instant::now();
     let server = Deadline::answer_within(Duration::from_secs(1), "deadline (--deadline)");
     let out = engine()
-        .call(call(&m, server, Trust::Operator))
+        .call(call(&m, server, Trust::OPERATOR))
         .await
         .unwrap();
     assert_eq!(out.phase, Phase::Error, "{out:?}");

@@ -244,8 +244,8 @@ fn every_flagger_webhook_selects_a_template_that_resolves() {
         );
         let (sel, args) = selection(&payload).unwrap_or_else(|e| panic!("{name}: {}", e.message));
         assert!(matches!(sel, Selection::Template { .. }), "{name}");
-        let planned =
-            plan(&set, &sel, &args, false).unwrap_or_else(|e| panic!("{name}: {}", e.message));
+        let planned = plan(&set, &sel, &args, &rollgate::engine::Trust::network(false))
+            .unwrap_or_else(|e| panic!("{name}: {}", e.message));
         assert!(!planned.metrics.is_empty(), "{name}");
         // A metric that counts its checks must count at Flagger's pace (docs/serve.md).
         for metric in &planned.metrics {

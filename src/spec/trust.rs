@@ -1,0 +1,161 @@
+//! Where a template's credentials may go: only to an address the template's author wrote.
+//!
+//! A spec whose credentials come from files on the server (`bearerTokenFile`,
+//! `basicAuth.passwordFile`) or from sensitive headers it writes out (`Authorization`, API
+//! keys) sends them to its `prometheus.address`. When that address, or any part of it, comes
+//! from an argument, whoever supplies the argument (a canary's metadata, a network caller)
+//! chooses where the operator's credentials go. Such a template is refused where it is loaded
+//! (`serve --templates`, `rollgate lint`).
+
+use serde_json::Value;
+
+use super::template::Template;
+use crate::prometheus::is_sensitive_header;
+
+/// What is wrong with `template`'s handling of credentials: one message per problem, each
+/// naming its key; empty when nothing is.
+pub fn template_problems(template: &Template) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (i, raw) in template.raw_metrics().iter().enumerate() {
+        let Some(provider) = raw.get("provider") else {
+            continue;
+        };
+        let path = format!("spec.metrics[{i}].provider");
+        let mut configs: Vec<(String, &Value)> = Vec::new();
+        if let Some(Value::Object(plugins)) = provider.get("plugin") {
+            for (key, spec) in plugins {
+                if let Some(p) = spec.get("prometheus") {
+                    configs.push((format!("{path}.plugin.{key}.prometheus"), p));
+                }
+            }
+        }
+        if let Some(p) = provider.get("prometheus") {
+            configs.push((format!("{path}.prometheus"), p));
+        }
+        for (ppath, p) in configs {
+            config_problems(&ppath, p, &mut problems);
+        }
+    }
+    problems
+}
+
+fn has_placeholder(v: &Value) -> bool {
+    v.as_str().is_some_and(|s| s.contains("{{"))
+}
+
+fn config_problems(path: &str, p: &Value, problems: &mut Vec<String>) {
+    let mut credentials: Vec<String> = Vec::new();
+    let mut file = |key: &str, value: Option<&Value>, problems: &mut Vec<String>| {
+        if let Some(v) = value {
+            credentials.push(key.to_string());
+            if has_placeholder(v) {
+                problems.push(format!(
+                    "{path}.{key}: a credential file's path may not come from an argument (the caller would choose which server file is read and sent); write the path in the template"
+                ));
+            }
+        }
+    };
+    file("bearerTokenFile", p.get("bearerTokenFile"), problems);
+    file(
+        "basicAuth.passwordFile",
+        p.get("basicAuth").and_then(|b| b.get("passwordFile")),
+        problems,
+    );
+    // A sensitive header written out in the template is the operator's credential; one whose
+    // value is itself an argument is the caller's own.
+    match p.get("headers") {
+        Some(Value::Object(map)) => {
+            for (name, value) in map {
+                if is_sensitive_header(name) && !has_placeholder(value) {
+                    credentials.push(format!("headers.{name}"));
+                }
+            }
+        }
+        Some(Value::Array(items)) => {
+            for (i, item) in items.iter().enumerate() {
+                let name = item.get("key").and_then(Value::as_str).unwrap_or_default();
+                let value = item.get("value").unwrap_or(&Value::Null);
+                if is_sensitive_header(name) && !has_placeholder(value) {
+                    credentials.push(format!("headers[{i}] ({name})"));
+                }
+            }
+        }
+        _ => {}
+    }
+    if credentials.is_empty() {
+        return;
+    }
+    if let Some(address) = p.get("address").filter(|a| has_placeholder(a)) {
+        problems.push(format!(
+            "{path}.address: {} comes from an argument while the spec sends credentials ({}): whoever supplies the argument could have them sent to a server of its choosing; write the address in the template (see docs/security.md)",
+            address.as_str().map(|a| format!("{a:?}")).unwrap_or_default(),
+            credentials.join(", ")
+        ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn template(prometheus: &str) -> Template {
+        let text = format!(
+            r#"
+kind: AnalysisTemplate
+metadata: {{name: t}}
+spec:
+  args: [{{name: prometheus}}, {{name: token}}]
+  metrics:
+    - name: m
+      provider:
+        plugin:
+          rollgate/analysis:
+            query: up
+            noData: fail
+            prometheus: {prometheus}
+"#
+        );
+        Template::parse_all(&text, "t.yaml").unwrap().remove(0)
+    }
+
+    #[test]
+    fn credentials_with_an_address_from_an_argument_are_refused() {
+        for p in [
+            r#"{address: "{{args.prometheus}}", bearerTokenFile: /var/run/token}"#,
+            r#"{address: "http://{{args.prometheus}}:9090", basicAuth: {username: u, passwordFile: /p}}"#,
+            r#"{address: "http://prom:9090/{{args.prometheus}}", headers: {Authorization: "Bearer x"}}"#,
+        ] {
+            let problems = template_problems(&template(p));
+            assert_eq!(problems.len(), 1, "{p}: {problems:?}");
+            assert!(
+                problems[0].contains(".prometheus.address:"),
+                "{}",
+                problems[0]
+            );
+        }
+    }
+
+    #[test]
+    fn credentials_with_a_written_address_or_none_are_fine() {
+        for p in [
+            r#"{address: "http://prom:9090", bearerTokenFile: /var/run/token}"#,
+            r#"{bearerTokenFile: /var/run/token}"#,
+            r#"{address: "{{args.prometheus}}"}"#,
+            r#"{address: "{{args.prometheus}}", headers: {Authorization: "{{args.token}}", X-Scope-OrgID: tenant}}"#,
+        ] {
+            assert!(template_problems(&template(p)).is_empty(), "{p}");
+        }
+    }
+
+    #[test]
+    fn a_credential_files_path_from_an_argument_is_refused() {
+        let problems = template_problems(&template(
+            r#"{address: "http://p:1", bearerTokenFile: "{{args.token}}"}"#,
+        ));
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(
+            problems[0].contains("bearerTokenFile: a credential file's path"),
+            "{problems:?}"
+        );
+    }
+}
