@@ -78,7 +78,7 @@ fn probes_metrics_and_unknown_routes() {
     let (status, text) = get(&format!("{}/readyz", server.url));
     assert_eq!(
         (status, text.as_str()),
-        (200, "ready: 1 templates loaded\n")
+        (200, "ready: 1 template loaded\n")
     );
 
     let client = client();
