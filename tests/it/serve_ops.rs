@@ -76,10 +76,7 @@ fn probes_metrics_and_unknown_routes() {
         (200, "ok\n".into())
     );
     let (status, text) = get(&format!("{}/readyz", server.url));
-    assert_eq!(
-        (status, text.as_str()),
-        (200, "ready: 1 template loaded\n")
-    );
+    assert_eq!((status, text.as_str()), (200, "ready: 1 template loaded\n"));
 
     let client = client();
     runtime().block_on(async {
