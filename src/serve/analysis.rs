@@ -132,6 +132,20 @@ pub fn plan(
     }
 }
 
+/// A missing argument as a request supplies it: the CLI's `--arg NAME=VALUE` means nothing to
+/// a Flagger webhook or a web-provider call, which carry `args.NAME`.
+fn for_a_request(e: SpecError) -> String {
+    match &e {
+        SpecError::Missing { path, .. } => match path.strip_prefix("args.") {
+            Some(arg) => format!(
+                "{path}: is required: the template gives it no value, and a Flagger webhook supplies it as the metadata key `args.{arg}`, a web-provider request as `args: {{{arg}: VALUE}}`"
+            ),
+            None => e.to_string(),
+        },
+        _ => e.to_string(),
+    }
+}
+
 fn plan_template(
     templates: &TemplateSet,
     name: &str,
@@ -154,7 +168,7 @@ fn plan_template(
             .get(name)
             .map(|t| t.file.display().to_string())
             .unwrap_or_default();
-        Rejection::unprocessable(format!("template {name:?} ({file}): {e}"))
+        Rejection::unprocessable(format!("template {name:?} ({file}): {}", for_a_request(e)))
     })?;
     let metrics: Vec<Arc<Metric>> = match metric {
         None => all.iter().cloned().collect(),

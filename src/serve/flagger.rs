@@ -278,7 +278,7 @@ pub fn selection(payload: &Payload) -> Result<(Selection, Vec<(String, String)>)
             args.push((arg.to_string(), value.clone()));
         } else if !KEYS.contains(&key.as_str()) {
             return Err(Rejection::unprocessable(format!(
-                "metadata.{key}: unknown key; the webhook reads {} and args.NAME",
+                "metadata.{key}: unknown key; the webhook reads {}, {TOKEN_KEY} and args.NAME",
                 KEYS.join(", ")
             )));
         }

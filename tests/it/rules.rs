@@ -181,7 +181,7 @@ spec:
 
     // A bad flag value names the flag.
     let out = rules(&file, &["--group-interval", "soon"]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(64));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--group-interval"));
 }
 

@@ -261,12 +261,12 @@ fn startup_problems_are_named_and_exit_1() {
         assert_eq!(status.and_then(|s| s.code()), Some(1), "{args:?}");
         assert!(logs.join("\n").contains(needle), "{args:?}: {logs:?}");
     }
-    // A missing value is a usage error from the argument parser (exit 2 is clap's).
+    // A missing value is a usage error from the argument parser: 64, as everywhere.
     let out = std::process::Command::new(crate::support::rollgate_bin())
         .args(["serve", "--listen"])
         .output()
         .unwrap();
-    assert!(!out.status.success());
+    assert_eq!(out.status.code(), Some(64));
 }
 
 #[test]
