@@ -423,3 +423,19 @@ mod tests {
         assert_eq!(row(Audience::ArgoWeb), vec![200, 200, 200, 200, 503]);
     }
 }
+
+#[cfg(test)]
+mod request_message_tests {
+    use super::*;
+
+    /// A Flagger caller cannot pass `--arg`: the message names the metadata key instead.
+    #[test]
+    fn a_missing_argument_names_the_request_key_not_the_cli_flag() {
+        let args: ArgValues = [("service".to_string(), None)].into_iter().collect();
+        let e = crate::spec::substitute_str("{{args.service}}", &args, "query").unwrap_err();
+        assert!(e.to_string().contains("--arg"), "{e}");
+        let shown = for_a_request(e);
+        assert!(!shown.contains("--arg"), "{shown}");
+        assert!(shown.contains("metadata key `args.service`"), "{shown}");
+    }
+}

@@ -621,6 +621,7 @@ mod tests {
             (json!({}), "name a loaded template"),
             (json!({"template": "a", "spec": "query: up"}), "not both"),
             (json!({"templat": "a"}), "metadata.templat: unknown key"),
+            (json!({"tokn": "a"}), ", token and args.NAME"),
             (json!({"spec": "query: [up"}), "not valid YAML"),
             (json!({"spec": "- up"}), "expected a YAML mapping"),
             (

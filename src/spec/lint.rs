@@ -860,7 +860,7 @@ spec:
         assert_eq!(found.len(), 1, "{found:#?}");
         assert!(found[0].contains("a stand-in"), "{found:#?}");
         // A default that is no count.
-        let with_default = template(&GOOD.replace("noData: inconclusive", "noData: inconclusive"))
+        let with_default = template(GOOD)
             .replace(
                 "- name: window",
                 "- name: window\n      value: \"5m\"\n    - name: n\n      value: \"lots\"",

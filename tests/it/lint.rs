@@ -214,6 +214,9 @@ fn a_rollout_or_canary_is_named_with_what_to_lint() {
     );
 }
 
+/// Arguments, environment, and a word the message must hold.
+type UsageCase<'a> = (Vec<&'a str>, Vec<(&'a str, &'a str)>, &'a str);
+
 /// Each of these exited 1 ("Failed" for dry-run) before; a script could not tell them from a
 /// failed canary.
 #[test]
@@ -221,7 +224,7 @@ fn usage_errors_exit_64_in_every_subcommand() {
     let dir = template_dir(&[("t.yaml", error_rate_template("t", "inconclusive"))]);
     let file = dir.path().join("t.yaml");
     let f = path_str(&file);
-    let cases: Vec<(Vec<&str>, Vec<(&str, &str)>, &str)> = vec![
+    let cases: Vec<UsageCase<'_>> = vec![
         (vec![], vec![], "Usage"),
         (vec!["dry-run", "-f", f, "--bogus"], vec![], "--bogus"),
         (

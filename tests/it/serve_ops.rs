@@ -96,6 +96,12 @@ fn probes_metrics_and_unknown_routes() {
         post(&client, &url, "{".into(), false).await;
         let resp = client.get(&url).send().await.unwrap();
         assert_eq!(resp.status().as_u16(), 405);
+        assert_eq!(resp.headers()["allow"], "POST");
+        let body = resp.text().await.unwrap();
+        assert!(
+            body.contains("/flagger/v1/check takes POST, not GET"),
+            "{body}"
+        );
         let resp = client
             .get(format!("{}/nope?token=x", server.url))
             .send()
