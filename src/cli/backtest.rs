@@ -101,6 +101,19 @@ pub(super) struct Outcome {
 
 /// Runs the backtest and returns the exit code (as `dry-run`'s, for the run's phase).
 pub(crate) fn run(args: BacktestArgs) -> u8 {
+    if let Err(message) = check_window_flags(&args, Utc::now()) {
+        eprintln!("rollgate backtest: {message}");
+        return exit::USAGE;
+    }
+    if let Some(to) = args
+        .to
+        .filter(|to| *to > Utc::now() && args.releases.is_none())
+    {
+        eprintln!(
+            "rollgate backtest: note: --to ({}) is in the future; checks after now find no data yet and measure Inconclusive",
+            rfc3339(to)
+        );
+    }
     match execute(&args) {
         Ok(code) => code,
         Err(message) => {
@@ -108,6 +121,31 @@ pub(crate) fn run(args: BacktestArgs) -> u8 {
             exit::ERROR
         }
     }
+}
+
+/// The window flags a run cannot start with: usage errors, not verdicts.
+fn check_window_flags(args: &BacktestArgs, now: DateTime<Utc>) -> Result<(), String> {
+    if args.releases.is_some() {
+        return Ok(());
+    }
+    let (Some(from), Some(to)) = (args.from, args.to) else {
+        return Err("--from and --to are required (or --releases FILE)".into());
+    };
+    if to <= from {
+        return Err(format!(
+            "--to ({}) must be after --from ({})",
+            rfc3339(to),
+            rfc3339(from)
+        ));
+    }
+    if from > now {
+        return Err(format!(
+            "--from ({}) is in the future (now is {}): a backtest replays the past; give a window that has happened",
+            rfc3339(from),
+            rfc3339(now)
+        ));
+    }
+    Ok(())
 }
 
 fn execute(args: &BacktestArgs) -> Result<u8, String> {

@@ -87,8 +87,19 @@ pub(super) fn parse_time(s: &str) -> Result<DateTime<Utc>, String> {
         .map_err(|e| format!("expected an RFC 3339 time like 2026-11-29T12:00:00Z: {e}"))
 }
 
+/// How far `--at` may lie ahead of this machine's clock (clocks of two machines differ).
+const AT_SLACK: chrono::TimeDelta = chrono::TimeDelta::seconds(60);
+
 /// Runs the dry run and returns the exit code.
 pub(crate) fn run(args: DryRunArgs) -> u8 {
+    if let Some(at) = args.at.filter(|at| *at > Utc::now() + AT_SLACK) {
+        eprintln!(
+            "rollgate dry-run: --at ({}) is in the future (now is {}): Prometheus has no data there yet; leave --at out to evaluate now",
+            at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+        );
+        return exit::USAGE;
+    }
     match execute(&args) {
         Ok(code) => code,
         Err(message) => {
@@ -197,6 +208,7 @@ pub(super) fn save_recording(path: Option<&Path>, backend: &Backend) -> Result<(
 
 async fn evaluate_all(engine: &Engine, work: &[(String, Metric)], args: &DryRunArgs) -> Vec<Row> {
     let evaluations = work.iter().map(|(template, metric)| async move {
+        let started = std::time::Instant::now();
         let measurement = match &metric.provider {
             Provider::Unsupported(_) => None,
             // The operator's own files, measured once; `--timeout` bounds the queries.
@@ -219,7 +231,8 @@ async fn evaluate_all(engine: &Engine, work: &[(String, Metric)], args: &DryRunA
                     .await
                     .unwrap_or_else(|e| Measurement::error(e.to_string(), chrono::Utc::now())),
             ),
-        };
+        }
+        .map(|m| with_time_spent(m, started.elapsed(), args.timeout));
         Row {
             template: template.clone(),
             metric: metric.name.clone(),
@@ -232,6 +245,21 @@ async fn evaluate_all(engine: &Engine, work: &[(String, Metric)], args: &DryRunA
         }
     });
     futures::future::join_all(evaluations).await
+}
+
+/// An Error that ran into `--timeout` says how long the metric really took: a query's own
+/// message names only its last attempt's share ("did not answer within 9694ms" after 30 s of
+/// retries).
+fn with_time_spent(mut m: Measurement, spent: Duration, limit: Duration) -> Measurement {
+    if m.phase == Phase::Error && spent >= limit.mul_f64(0.9) {
+        m.message = format!(
+            "{} (gave up after {:.1}s of --timeout {}, retries included)",
+            m.message,
+            spent.as_secs_f64(),
+            crate::spec::duration::format_duration(limit)
+        );
+    }
+    m
 }
 
 /// The dry-run exit code for an overall phase.

@@ -7,6 +7,7 @@ mod backtest_releases;
 mod dashboard;
 mod dry_run;
 mod fleet;
+mod lint;
 mod output;
 mod plugin_mode;
 mod rules;
@@ -21,6 +22,7 @@ use clap::{Parser, Subcommand};
 
 pub use backtest::BacktestArgs;
 pub use dry_run::DryRunArgs;
+pub use lint::{LintArgs, LintFormat};
 pub use serve::ServeArgs;
 
 /// Exit codes of `dry-run` (and of other verdict-printing commands).
@@ -29,6 +31,10 @@ pub(crate) mod exit {
     pub(crate) const FAILED: u8 = 1;
     pub(crate) const INCONCLUSIVE: u8 = 2;
     pub(crate) const ERROR: u8 = 3;
+    /// A command line that cannot run (unknown flag, bad value, missing argument, unreadable
+    /// path): BSD's EX_USAGE, a code no verdict uses, so a script can tell "bad flag" from
+    /// "canary failed".
+    pub(crate) const USAGE: u8 = 64;
 }
 
 /// rollgate judges progressive deliveries: an Argo Rollouts metric plugin, a Flagger webhook,
@@ -44,12 +50,11 @@ pub(crate) mod exit {
     after_help = "Started by the Argo Rollouts controller (ARGO_ROLLOUTS_RPC_PLUGIN=metricprovider), rollgate serves as its metric plugin instead; see README.md, \"Use with Argo Rollouts\"."
 )]
 pub struct Cli {
-    /// Log level (error, warn, info, debug, trace) or a tracing filter; also ROLLGATE_LOG.
-    #[arg(long, global = true, env = "ROLLGATE_LOG", default_value = "warn")]
+    /// Log level (error, warn, info, debug, trace) or a tracing filter (`rollgate=debug,warn`);
+    /// also ROLLGATE_LOG.
+    #[arg(long, global = true, env = "ROLLGATE_LOG", default_value = "warn", value_parser = parse_log_level)]
     pub log_level: String,
 
-    // Not a doc comment: clap would read it as help text.
-    #[allow(missing_docs)]
     // Not a doc comment: clap would read it as help text.
     #[allow(missing_docs)]
     #[command(subcommand)]
@@ -75,6 +80,24 @@ pub enum Command {
     Fleet(fleet::FleetArgs),
     /// Print a Grafana dashboard (JSON) of every metric of an AnalysisTemplate (see docs/rules.md).
     Dashboard(dashboard::DashboardArgs),
+    /// Check template files without a Prometheus: every problem of every template at once.
+    ///
+    /// Exit codes: 0 no errors (warnings allowed), 1 errors found, 64 usage error.
+    Lint(LintArgs),
+}
+
+/// The five levels, and tracing filters (`rollgate=debug`, `warn,hyper=off`), which hold `=` or
+/// `,`. A bare word is a level: tracing would read `loud` as a target name and log nothing.
+fn parse_log_level(s: &str) -> Result<String, String> {
+    const LEVELS: [&str; 6] = ["error", "warn", "info", "debug", "trace", "off"];
+    let word = s.trim().to_ascii_lowercase();
+    if LEVELS.contains(&word.as_str()) || s.contains(['=', ',']) {
+        Ok(s.to_string())
+    } else {
+        Err(format!(
+            "expected one of error, warn, info, debug, trace (or a tracing filter such as rollgate=debug), got {s:?}"
+        ))
+    }
 }
 
 /// Entry point of the binary: parses arguments, runs the command, returns its exit code.
@@ -86,13 +109,14 @@ pub fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => {
             // Help and version go to stdout with success; usage errors and a bare `rollgate`
-            // (help shown because no subcommand was given) exit 1, never waiting for input.
+            // (help shown because no subcommand was given) exit 64, never waiting for input:
+            // 1 to 3 are verdicts.
             let _ = e.print();
             return match e.kind() {
                 clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
                     ExitCode::SUCCESS
                 }
-                _ => ExitCode::from(1),
+                _ => ExitCode::from(exit::USAGE),
             };
         }
     };
@@ -107,5 +131,6 @@ pub fn main() -> ExitCode {
         Command::Rules(args) => ExitCode::from(rules::run(args)),
         Command::Fleet(args) => ExitCode::from(fleet::run(args)),
         Command::Dashboard(args) => ExitCode::from(dashboard::run(args)),
+        Command::Lint(args) => ExitCode::from(lint::run(args)),
     }
 }

@@ -72,6 +72,16 @@ pub(crate) fn print_json(rows: &[Row], overall: Phase, at: Option<DateTime<Utc>>
     outln!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
 }
 
+/// `s` with line breaks and tabs written as `\n`, `\r` and `\t`.
+pub(super) fn one_line(s: &str) -> String {
+    if !s.contains(['\n', '\r', '\t']) {
+        return s.to_string();
+    }
+    s.replace('\r', "\\r")
+        .replace('\n', "\\n")
+        .replace('\t', "\\t")
+}
+
 pub(super) fn shorten(s: &str, max: usize) -> String {
     if s.chars().count() > max {
         let cut: String = s.chars().take(max - 3).collect();
@@ -84,6 +94,13 @@ pub(super) fn shorten(s: &str, max: usize) -> String {
 /// Prints rows as columns separated by two spaces, every column but the last padded to its
 /// widest cell.
 pub(super) fn print_columns(lines: &[Vec<String>]) {
+    // A cell is one line: a message with line breaks (a PromQL error, a server's body) would
+    // otherwise break the rows below it out of their columns.
+    let flat: Vec<Vec<String>> = lines
+        .iter()
+        .map(|l| l.iter().map(|c| one_line(c)).collect())
+        .collect();
+    let lines = flat.as_slice();
     let columns = lines.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> = (0..columns)
         .map(|i| {
@@ -105,5 +122,16 @@ pub(super) fn print_columns(lines: &[Vec<String>]) {
             }
         }
         outln!("{out}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cells_are_one_line() {
+        assert_eq!(one_line("a\nb\r\n\tc"), "a\\nb\\r\\n\\tc");
+        assert_eq!(one_line("plain"), "plain");
     }
 }

@@ -40,11 +40,26 @@ pub struct RulesArgs {
     #[arg(long = "label", value_name = "KEY=VALUE", value_parser = parse_label)]
     pub labels: Vec<(String, String)>,
 
+    /// `prometheus-operator`: PrometheusRule resources (one per metric); `rule-file`: one
+    /// plain rule file (`groups:`) for `promtool check rules`, Prometheus' `rule_files`,
+    /// Thanos Ruler, Mimir's ruler or vmalert.
+    #[arg(long, value_enum, default_value_t = RulesFormat::PrometheusOperator)]
+    pub format: RulesFormat,
+
     /// `interval` of every rule group (e.g. `30s`); without it Prometheus'
     /// `evaluation_interval` applies. Use the metric's Argo `interval` for alerts that look
     /// when the gate looks.
     #[arg(long = "group-interval", value_name = "DURATION", value_parser = parse_interval)]
     pub group_interval: Option<Duration>,
+}
+
+/// The form the rules are printed in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RulesFormat {
+    /// `monitoring.coreos.com/v1` PrometheusRule resources.
+    PrometheusOperator,
+    /// A plain Prometheus rule file: `groups:` only.
+    RuleFile,
 }
 
 /// A rule group interval: a positive duration like `30s` or `1m`.
@@ -128,6 +143,11 @@ pub(super) fn parse_arg(s: &str) -> Result<(String, String), String> {
 /// and on stderr) and returns the exit code: 0 when printed, 3 when the template cannot be
 /// read or no metric gives a rule.
 pub(crate) fn run(args: RulesArgs) -> u8 {
+    if args.format == RulesFormat::RuleFile && (args.namespace.is_some() || !args.labels.is_empty())
+    {
+        eprintln!("rollgate rules: --namespace and --label place PrometheusRule resources; a rule file (--format rule-file) has neither");
+        return exit::USAGE;
+    }
     match render(&args) {
         Ok((text, notes)) => {
             for note in &notes {
@@ -210,6 +230,9 @@ pub(crate) fn render(args: &RulesArgs) -> Result<(String, Vec<String>), String> 
             printed += 1;
         }
     }
+    if printed > 0 && args.format == RulesFormat::RuleFile {
+        out = rule_file(&out)?;
+    }
     if printed == 0 {
         return Err(match (&args.metric, seen) {
             (Some(name), 0) => format!("{source}: no metric named {name:?}"),
@@ -224,4 +247,29 @@ pub(crate) fn render(args: &RulesArgs) -> Result<(String, Vec<String>), String> 
         });
     }
     Ok((out, notes))
+}
+
+/// The PrometheusRule documents of `text` as one plain rule file: every `spec.groups` entry
+/// under one `groups:`, the notes kept as comments at the top.
+fn rule_file(text: &str) -> Result<String, String> {
+    let mut comments = String::new();
+    for line in text.lines().filter(|l| l.starts_with("# ")) {
+        comments.push_str(line);
+        comments.push('\n');
+    }
+    // serde_yaml_ng's own values keep each rule's keys in the order they were written.
+    use serde_yaml_ng::Value;
+    let mut groups = Vec::new();
+    for doc in serde_yaml_ng::Deserializer::from_str(text) {
+        let value = <Value as serde::Deserialize>::deserialize(doc)
+            .map_err(|e| format!("cannot read the rules back: {e}"))?;
+        if let Some(Value::Sequence(g)) = value.get("spec").and_then(|s| s.get("groups")) {
+            groups.extend(g.iter().cloned());
+        }
+    }
+    let mut file = serde_yaml_ng::Mapping::new();
+    file.insert(Value::from("groups"), Value::Sequence(groups));
+    let body =
+        serde_yaml_ng::to_string(&file).map_err(|e| format!("cannot write the rule file: {e}"))?;
+    Ok(format!("{comments}{body}"))
 }

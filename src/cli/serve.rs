@@ -29,6 +29,11 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DIR")]
     pub templates: Option<PathBuf>,
 
+    /// Refuse to start while a template fails `rollgate lint` (without it, serve starts and
+    /// `/readyz` answers 503 naming the errors until they are fixed).
+    #[arg(long)]
+    pub strict: bool,
+
     /// Prometheus address for specs that name none (else ROLLGATE_PROMETHEUS_ADDRESS).
     #[arg(long, value_name = "URL")]
     pub prometheus: Option<String>,
@@ -191,6 +196,7 @@ fn execute(args: ServeArgs) -> Result<(), String> {
         auth_token_file: args.auth_token_file,
         shutdown_grace: args.shutdown_grace,
         reload_interval: args.reload_interval,
+        strict: args.strict,
         engine: Engine::new(backend.clone(), addresses.clone()),
         settings: Settings {
             deadline: args.deadline,

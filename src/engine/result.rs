@@ -85,9 +85,12 @@ pub(crate) fn format_number(v: f64) -> String {
     out
 }
 
-/// A human rendering of a count: `12,345`.
+/// A human rendering of a count: `12,345`. `increase()` extrapolates, so counts arrive with
+/// fractions (`5947.368421052632`); they are shown whole, rounded down so that a count short
+/// of what is needed never reads as enough.
 pub(crate) fn format_count(v: f64) -> String {
-    if !v.is_finite() || v.fract() != 0.0 || v.abs() >= 1e15 {
+    let v = v.floor();
+    if !v.is_finite() || v.abs() >= 1e15 {
         return format_number(v);
     }
     // A whole number below 1e15 (checked above): exact as u64.
@@ -155,7 +158,9 @@ mod tests {
         assert_eq!(format_count(12345.0), "12,345");
         assert_eq!(format_count(300.0), "300");
         assert_eq!(format_count(1000000.0), "1,000,000");
-        assert_eq!(format_count(12.5), "12.5");
+        assert_eq!(format_count(12.5), "12");
+        assert_eq!(format_count(5947.368421052632), "5,947");
+        assert_eq!(format_count(299.9), "299");
         assert_eq!(format_count(-1234567.0), "-1,234,567");
         assert_eq!(format_count(0.0), "0");
     }

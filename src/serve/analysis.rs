@@ -134,6 +134,20 @@ pub fn plan(
     }
 }
 
+/// A missing argument as a request supplies it: the CLI's `--arg NAME=VALUE` means nothing to
+/// a Flagger webhook or a web-provider call, which carry `args.NAME`.
+fn for_a_request(e: SpecError) -> String {
+    match &e {
+        SpecError::Missing { path, .. } => match path.strip_prefix("args.") {
+            Some(arg) => format!(
+                "{path}: is required: the template gives it no value, and a Flagger webhook supplies it as the metadata key `args.{arg}`, a web-provider request as `args: {{{arg}: VALUE}}`"
+            ),
+            None => e.to_string(),
+        },
+        _ => e.to_string(),
+    }
+}
+
 fn plan_template(
     templates: &TemplateSet,
     name: &str,
@@ -156,7 +170,7 @@ fn plan_template(
             .get(name)
             .map(|t| t.file.display().to_string())
             .unwrap_or_default();
-        Rejection::unprocessable(format!("template {name:?} ({file}): {e}"))
+        Rejection::unprocessable(format!("template {name:?} ({file}): {}", for_a_request(e)))
     })?;
     let metrics: Vec<Arc<Metric>> = match metric {
         None => all.iter().cloned().collect(),
@@ -423,5 +437,21 @@ mod tests {
             vec![409, 200, 409, 409, 503]
         );
         assert_eq!(row(Audience::ArgoWeb), vec![200, 200, 200, 200, 503]);
+    }
+}
+
+#[cfg(test)]
+mod request_message_tests {
+    use super::*;
+
+    /// A Flagger caller cannot pass `--arg`: the message names the metadata key instead.
+    #[test]
+    fn a_missing_argument_names_the_request_key_not_the_cli_flag() {
+        let args: ArgValues = [("service".to_string(), None)].into_iter().collect();
+        let e = crate::spec::substitute_str("{{args.service}}", &args, "query").unwrap_err();
+        assert!(e.to_string().contains("--arg"), "{e}");
+        let shown = for_a_request(e);
+        assert!(!shown.contains("--arg"), "{shown}");
+        assert!(shown.contains("metadata key `args.service`"), "{shown}");
     }
 }

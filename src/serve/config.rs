@@ -40,6 +40,8 @@ pub(crate) struct ServeConfig {
     /// Also reload when the templates, the token file or the TLS files change, checked this
     /// often; `None`: on SIGHUP only.
     pub reload_interval: Option<Duration>,
+    /// Refuse to start while a template fails lint (otherwise: start, but not ready).
+    pub strict: bool,
     /// The engine that judges every request.
     pub engine: Engine,
     /// Handler limits.

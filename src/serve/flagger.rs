@@ -278,7 +278,7 @@ pub fn selection(payload: &Payload) -> Result<(Selection, Vec<(String, String)>)
             args.push((arg.to_string(), value.clone()));
         } else if !KEYS.contains(&key.as_str()) {
             return Err(Rejection::unprocessable(format!(
-                "metadata.{key}: unknown key; the webhook reads {} and args.NAME",
+                "metadata.{key}: unknown key; the webhook reads {}, {TOKEN_KEY} and args.NAME",
                 KEYS.join(", ")
             )));
         }
@@ -638,6 +638,7 @@ mod tests {
             (json!({}), "name a loaded template"),
             (json!({"template": "a", "spec": "query: up"}), "not both"),
             (json!({"templat": "a"}), "metadata.templat: unknown key"),
+            (json!({"tokn": "a"}), ", token and args.NAME"),
             (json!({"spec": "query: [up"}), "not valid YAML"),
             (json!({"spec": "- up"}), "expected a YAML mapping"),
             (

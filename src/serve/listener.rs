@@ -59,6 +59,17 @@ impl Server {
         for warning in &set.warnings {
             tracing::warn!(warning = %warning, "template warning");
         }
+        if !set.lint_errors.is_empty() {
+            if config.strict {
+                return Err(ServeError::Settings(format!(
+                    "--strict: the templates fail lint:\n  {}",
+                    set.lint_errors.join("\n  ")
+                )));
+            }
+            for error in &set.lint_errors {
+                tracing::error!(error = %error, "template fails lint; not ready until it is fixed");
+            }
+        }
         let loaded = set.len();
         let credentials = Credentials::load(config.tls, config.auth_token_file.as_deref())?;
         let listener =

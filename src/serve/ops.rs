@@ -280,6 +280,18 @@ pub(crate) async fn readyz(State(state): State<Arc<AppState>>) -> Response {
     if state.templates.dir().is_some() && templates.is_empty() {
         return (StatusCode::SERVICE_UNAVAILABLE, "no templates loaded\n").into_response();
     }
+    if !templates.lint_errors.is_empty() {
+        let mut body = format!(
+            "not ready: {} in the templates (`rollgate lint` shows the same):\n",
+            plural(templates.lint_errors.len(), "lint error", "lint errors")
+        );
+        for e in &templates.lint_errors {
+            body.push_str("  ");
+            body.push_str(e);
+            body.push('\n');
+        }
+        return (StatusCode::SERVICE_UNAVAILABLE, body).into_response();
+    }
     if let Some(address) = &state.settings.readyz_prometheus {
         let config = PrometheusConfig {
             retries: 0,
@@ -303,9 +315,17 @@ pub(crate) async fn readyz(State(state): State<Arc<AppState>>) -> Response {
     }
     (
         StatusCode::OK,
-        format!("ready: {} templates loaded\n", templates.len()),
+        format!(
+            "ready: {} loaded\n",
+            plural(templates.len(), "template", "templates")
+        ),
     )
         .into_response()
+}
+
+/// "1 template", "2 templates".
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// `GET /metrics`: the Prometheus text exposition.

@@ -17,6 +17,9 @@ pub(super) async fn reload(state: Arc<AppState>, credentials: Credentials) {
                 for warning in &set.warnings {
                     tracing::warn!(warning = %warning, "template warning");
                 }
+                for error in &set.lint_errors {
+                    tracing::error!(error = %error, "template fails lint; not ready until it is fixed");
+                }
                 state.metrics.observe_reload(true, set.len());
                 tracing::info!(templates = set.len(), "templates reloaded");
             }

@@ -85,12 +85,12 @@ const OTHER: Endpoint = Endpoint {
 /// The handler of an endpoint of [`ENDPOINTS`].
 fn handler(path: &str) -> MethodRouter<Arc<AppState>> {
     match path {
-        "/flagger/v1/check" => post(flagger::check),
-        "/flagger/v1/rollback" => post(flagger::rollback),
-        "/argo/v1/measure" => post(web_provider::measure),
-        "/healthz" => get(ops::healthz),
-        "/readyz" => get(ops::readyz),
-        "/metrics" => get(ops::metrics),
+        "/flagger/v1/check" => post(flagger::check).fallback(wrong_method),
+        "/flagger/v1/rollback" => post(flagger::rollback).fallback(wrong_method),
+        "/argo/v1/measure" => post(web_provider::measure).fallback(wrong_method),
+        "/healthz" => get(ops::healthz).fallback(wrong_method),
+        "/readyz" => get(ops::readyz).fallback(wrong_method),
+        "/metrics" => get(ops::metrics).fallback(wrong_method),
         _ => MethodRouter::new().fallback(not_found),
     }
 }
@@ -105,6 +105,30 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(state.clone(), access))
         .with_state(state)
+}
+
+/// 405 with the method the endpoint takes, in the `Allow` header and in words: a hook
+/// configured with GET learns what to send instead of an empty body.
+async fn wrong_method(req: Request) -> Response {
+    let path = req.uri().path();
+    let allowed = ENDPOINTS
+        .iter()
+        .find(|e| e.path == path)
+        .map_or("GET", |e| e.method);
+    let mut response = http::refuse(
+        req.headers(),
+        http::Rejection {
+            status: StatusCode::METHOD_NOT_ALLOWED,
+            message: format!(
+                "{path} takes {allowed}, not {}: send the request with {allowed}",
+                req.method()
+            ),
+        },
+    );
+    if let Ok(value) = header::HeaderValue::from_str(allowed) {
+        response.headers_mut().insert(header::ALLOW, value);
+    }
+    response
 }
 
 async fn not_found(req: Request) -> Response {

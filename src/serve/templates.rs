@@ -9,6 +9,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
+use crate::spec::lint::{lint_text, Severity};
 use crate::spec::{Metric, Provider, SpecError, Template};
 
 /// Arguments every Flagger hook supplies (the canary's name and namespace), whether or not the
@@ -41,6 +42,9 @@ pub struct TemplateSet {
     templates: BTreeMap<String, LoadedTemplate>,
     /// Things worth knowing that do not make the set invalid (logged on load).
     pub warnings: Vec<String>,
+    /// Lint errors of the set (`rollgate lint`'s rules), one line each: a set with any is
+    /// loaded but not ready (`/readyz` answers 503 naming them), and `--strict` refuses it.
+    pub lint_errors: Vec<String>,
     /// Resolved metrics by (template, arguments): resolving parses PromQL and conditions,
     /// which costs far more than a cached answer, and hooks repeat the same arguments. Owned
     /// by the set, so a reload starts with an empty cache.
@@ -149,17 +153,13 @@ impl fmt::Display for LoadError {
 
 impl std::error::Error for LoadError {}
 
-/// The value that arguments without a default get while a template is checked at load time.
-const PLACEHOLDER: &str = "x";
-
 /// Reads every `*.yaml` / `*.yml` file directly in `dir` (hidden entries skipped, so the
 /// `..data` links of a mounted ConfigMap are not read twice) and validates each template.
 ///
-/// A template whose arguments all have values must resolve and validate completely. One with
-/// arguments that only a request can supply is checked with a placeholder value for them; if
-/// that fails, it is still loaded (the placeholder may be what fails, as in a range
-/// `[{{args.window}}]`) and a warning says so; the request that supplies the values gets the
-/// real error.
+/// A template that cannot be read, or whose arguments all have values and whose metrics do not
+/// validate, makes the load fail. Every file is also linted (`rollgate lint`'s rules: every
+/// metric with its defaults, or typed stand-ins for arguments only a request supplies, and its
+/// conditions); lint errors load the set but keep it from being ready.
 pub fn load_dir(dir: &Path) -> Result<TemplateSet, LoadError> {
     let fail = |problems: Vec<(PathBuf, String)>| LoadError {
         dir: dir.to_path_buf(),
@@ -189,8 +189,9 @@ pub fn load_dir(dir: &Path) -> Result<TemplateSet, LoadError> {
     for file in files {
         match load_file(&file) {
             Err(why) => problems.push((file, why)),
-            Ok((templates, warnings)) => {
+            Ok((templates, warnings, lint_errors)) => {
                 set.warnings.extend(warnings);
+                set.lint_errors.extend(lint_errors);
                 for template in templates {
                     let name = template.name.clone();
                     if name.is_empty() {
@@ -237,8 +238,11 @@ pub(crate) fn is_template_file(path: &Path) -> bool {
     !hidden && yaml && path.is_file()
 }
 
-/// Parses one file; returns its templates and the warnings about them.
-fn load_file(file: &Path) -> Result<(Vec<Template>, Vec<String>), String> {
+/// What one file holds: its templates, warnings about them, and its lint errors.
+type FileLoad = (Vec<Template>, Vec<String>, Vec<String>);
+
+/// Parses and lints one file.
+fn load_file(file: &Path) -> Result<FileLoad, String> {
     let text = std::fs::read_to_string(file).map_err(|e| format!("cannot read: {e}"))?;
     let source = file.display().to_string();
     let templates = Template::parse_all(&text, &source).map_err(|e| {
@@ -255,13 +259,8 @@ fn load_file(file: &Path) -> Result<(Vec<Template>, Vec<String>), String> {
         if !problems.is_empty() {
             return Err(format!("{} {:?}: {}", t.kind, t.name, problems.join("; ")));
         }
-        let unset: Vec<(String, String)> = t
-            .args
-            .iter()
-            .filter(|(_, v)| v.is_none())
-            .map(|(k, _)| (k.clone(), PLACEHOLDER.to_string()))
-            .collect();
-        match t.metrics(&unset) {
+        let complete = t.args.values().all(Option::is_some);
+        match t.metrics(&[]) {
             Ok(metrics) => {
                 for m in metrics {
                     if let Provider::Unsupported(provider) = &m.provider {
@@ -272,21 +271,20 @@ fn load_file(file: &Path) -> Result<(Vec<Template>, Vec<String>), String> {
                     }
                 }
             }
-            Err(e) if unset.is_empty() => {
-                return Err(format!("{} {:?}: {e}", t.kind, t.name));
-            }
-            Err(e) => warnings.push(format!(
-                "{source}: template {:?} could not be checked with placeholder values for {}: {e}; it is checked again when a request supplies them",
-                t.name,
-                unset
-                    .iter()
-                    .map(|(k, _)| k.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )),
+            Err(e) if complete => return Err(format!("{} {:?}: {e}", t.kind, t.name)),
+            // Arguments only a request supplies: lint checks the metrics with stand-ins.
+            Err(_) => {}
         }
     }
-    Ok((templates, warnings))
+    let lint = lint_text(&text, &source);
+    let mut lint_errors = Vec::new();
+    for f in lint.findings {
+        match f.severity {
+            Severity::Error => lint_errors.push(f.to_string()),
+            Severity::Warning => warnings.push(f.to_string()),
+        }
+    }
+    Ok((templates, warnings, lint_errors))
 }
 
 /// The template set in use, shared by every request; replaced whole on reload.
@@ -326,6 +324,19 @@ impl Store {
             return Ok(self.current());
         };
         let set = Arc::new(load_dir(dir)?);
+        // A set that fails lint does not replace one that passes: the last good set stays,
+        // as for a set that does not load. One that fails lint replaces one that also does,
+        // so that a partial fix is served and readiness follows the files.
+        if !set.lint_errors.is_empty() && self.current().lint_errors.is_empty() {
+            return Err(LoadError {
+                dir: dir.clone(),
+                problems: set
+                    .lint_errors
+                    .iter()
+                    .map(|e| (dir.clone(), format!("fails lint: {e}")))
+                    .collect(),
+            });
+        }
         match self.current.write() {
             Ok(mut guard) => *guard = set.clone(),
             Err(poisoned) => *poisoned.into_inner() = set.clone(),
@@ -392,22 +403,27 @@ spec:
         assert_eq!(files, vec!["c.yml", "d.yaml"], "{text}");
         assert!(text.contains("c.yml: no AnalysisTemplate"), "{text}");
         assert!(text.contains("already defined"), "{text}");
-        // b.yaml has an argument without value, so its bad noData is only a warning now...
-        let dir2 = tempfile::tempdir().unwrap();
-        write(
-            dir2.path(),
-            "b.yaml",
-            &GOOD
-                .replace("noData: inconclusive", "noData: maybe")
-                .replace("[{name: service}]", "[{name: service, value: web}]"),
-        );
-        // ...and an error once every argument has a value.
-        let err = load_dir(dir2.path()).unwrap_err().to_string();
-        assert!(err.contains("b.yaml") && err.contains("noData"), "{err}");
+        // b.yaml has an argument without value: its bad noData is a lint error, whether or
+        // not the argument has a value.
+        for args in ["[{name: service}]", "[{name: service, value: web}]"] {
+            let dir2 = tempfile::tempdir().unwrap();
+            write(
+                dir2.path(),
+                "b.yaml",
+                &GOOD
+                    .replace("noData: inconclusive", "noData: maybe")
+                    .replace("[{name: service}]", args),
+            );
+            let text = match load_dir(dir2.path()) {
+                Ok(set) => set.lint_errors.join("\n"),
+                Err(e) => e.to_string(),
+            };
+            assert!(text.contains("b.yaml") && text.contains("noData"), "{text}");
+        }
     }
 
     #[test]
-    fn placeholder_failures_are_warnings() {
+    fn request_only_arguments_are_checked_with_typed_stand_ins() {
         let dir = tempfile::tempdir().unwrap();
         write(
             dir.path(),
@@ -418,8 +434,60 @@ spec:
         );
         let set = load_dir(dir.path()).unwrap();
         assert_eq!(set.len(), 1);
-        assert_eq!(set.warnings.len(), 1, "{:?}", set.warnings);
-        assert!(set.warnings[0].contains("window"), "{:?}", set.warnings);
+        assert!(set.warnings.is_empty(), "{:?}", set.warnings);
+        assert!(set.lint_errors.is_empty(), "{:?}", set.lint_errors);
+    }
+
+    #[test]
+    fn a_broken_condition_or_no_data_loads_but_fails_lint() {
+        let dir = tempfile::tempdir().unwrap();
+        write(
+            dir.path(),
+            "a.yaml",
+            &GOOD.replace("result[0] < 0.01", "result[0] < 0.01 &&"),
+        );
+        write(
+            dir.path(),
+            "b.yaml",
+            &GOOD
+                .replace("noData: inconclusive", "noData: maybe")
+                .replace("error-rate", "other"),
+        );
+        let set = load_dir(dir.path()).unwrap();
+        assert_eq!(set.len(), 2);
+        assert_eq!(set.lint_errors.len(), 2, "{:?}", set.lint_errors);
+        assert!(
+            set.lint_errors[0].contains("successCondition"),
+            "{:?}",
+            set.lint_errors
+        );
+        assert!(
+            set.lint_errors[1].contains("noData"),
+            "{:?}",
+            set.lint_errors
+        );
+    }
+
+    #[test]
+    fn a_reload_that_fails_lint_keeps_the_good_set() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "a.yaml", GOOD);
+        let store = Store::new(
+            Some(dir.path().to_path_buf()),
+            load_dir(dir.path()).unwrap(),
+        );
+        let before = store.current();
+        write(
+            dir.path(),
+            "a.yaml",
+            &GOOD.replace("noData: inconclusive", "noData: maybe"),
+        );
+        let err = store.reload().unwrap_err().to_string();
+        assert!(
+            err.contains("fails lint") && err.contains("noData"),
+            "{err}"
+        );
+        assert!(Arc::ptr_eq(&before, &store.current()));
     }
 
     #[test]

@@ -7,7 +7,7 @@ use super::compare::CompareSpec;
 use super::error::SpecError;
 use super::fleet::FleetSpec;
 use super::promql::check_promql;
-use super::reader::{invalid, ObjectReader};
+use super::reader::{invalid, prefer_typo, ObjectReader};
 use crate::prometheus::{BasicAuth, PrometheusConfig};
 
 /// A validated rollgate metric spec.
@@ -127,6 +127,10 @@ impl MetricSpec {
 
     /// Reads and validates a spec from a JSON value; `path` prefixes every error's key path.
     pub fn from_value(value: &Value, path: &str) -> Result<MetricSpec, SpecError> {
+        MetricSpec::read(value, path).map_err(|e| prefer_typo(e, value, path))
+    }
+
+    fn read(value: &Value, path: &str) -> Result<MetricSpec, SpecError> {
         let mut obj = ObjectReader::new(path, value)?;
         let prometheus = match obj.object("prometheus")? {
             Some(p) => read_prometheus(p)?,

@@ -8,6 +8,7 @@ mod compare;
 pub mod duration;
 mod error;
 mod fleet;
+pub mod lint;
 mod metric;
 mod promql;
 pub(crate) mod reader;

@@ -240,6 +240,84 @@ pub(crate) fn describe(v: &Value) -> String {
     }
 }
 
+/// The object that holds the key at `rest` (a path relative to `node`, as errors write them:
+/// `provider.plugin.rollgate/analysis.minRequests.count`, `headers[0].key`) and that key's
+/// name; the key itself need not exist. Keys may hold dots: the longest key that fits wins.
+pub(crate) fn parent_mut<'v>(
+    node: &'v mut Value,
+    rest: &str,
+) -> Option<(&'v mut Map<String, Value>, String)> {
+    match node {
+        Value::Object(map) => {
+            if !rest.contains(['.', '[']) || map.contains_key(rest) {
+                return Some((map, rest.to_string()));
+            }
+            let key = map
+                .keys()
+                .filter(|k| {
+                    rest.starts_with(k.as_str())
+                        && matches!(rest.as_bytes().get(k.len()), Some(b'.' | b'['))
+                })
+                .max_by_key(|k| k.len())?
+                .clone();
+            let after = &rest[key.len()..];
+            let after = after.strip_prefix('.').unwrap_or(after);
+            parent_mut(map.get_mut(&key)?, after)
+        }
+        Value::Array(items) => {
+            let inner = rest.strip_prefix('[')?;
+            let close = inner.find(']')?;
+            let i: usize = inner[..close].parse().ok()?;
+            let after = &inner[close + 1..];
+            let after = after.strip_prefix('.').unwrap_or(after);
+            parent_mut(items.get_mut(i)?, after)
+        }
+        _ => None,
+    }
+}
+
+/// `path` relative to `base` (`spec.metrics[0].query` below `spec.metrics[0]` is `query`).
+pub(crate) fn relative<'p>(path: &'p str, base: &str) -> &'p str {
+    if base.is_empty() {
+        return path;
+    }
+    match path.strip_prefix(base) {
+        Some(rest) => rest.strip_prefix('.').unwrap_or(rest),
+        None => path,
+    }
+}
+
+/// A required key reported missing beside an unknown key that is a typo of it (`cuont:` for
+/// `count:`) is reported as that unknown key with the suggestion: the typo is the mistake, and
+/// "count is required" would point away from it. Other errors are returned as they are.
+pub(crate) fn prefer_typo(err: SpecError, value: &Value, base: &str) -> SpecError {
+    let SpecError::Missing { path, .. } = &err else {
+        return err;
+    };
+    let mut copy = value.clone();
+    let Some((map, missing)) = parent_mut(&mut copy, relative(path, base)) else {
+        return err;
+    };
+    let lower = missing.to_ascii_lowercase();
+    let typo = map
+        .keys()
+        .filter(|k| *k != &missing)
+        .map(|k| (edit_distance(&k.to_ascii_lowercase(), &lower), k))
+        .filter(|(d, _)| *d <= 2)
+        .min()
+        .map(|(_, k)| k.clone());
+    match typo {
+        Some(k) => {
+            let parent = path.strip_suffix(missing.as_str()).unwrap_or("");
+            SpecError::Unknown {
+                path: format!("{parent}{k}"),
+                suggestion: Some(missing),
+            }
+        }
+        None => err,
+    }
+}
+
 pub(crate) fn closest<'k>(key: &str, known: &BTreeSet<&'k str>) -> Option<&'k str> {
     let lower = key.to_ascii_lowercase();
     known

@@ -8,7 +8,7 @@ use super::args::{substitute, ArgValues};
 use super::error::SpecError;
 use super::metric::{check_address, MetricSpec};
 use super::promql::check_promql;
-use super::reader::{invalid, ObjectReader};
+use super::reader::{invalid, prefer_typo, ObjectReader};
 use crate::condition::{self, evaluate_result, Condition, ConditionFailure, Which};
 use crate::measurement::Phase;
 use crate::prometheus::PrometheusConfig;
@@ -80,13 +80,14 @@ pub struct Template {
     raw_metrics: Vec<Value>,
 }
 
-const TEMPLATE_KINDS: [&str; 2] = ["AnalysisTemplate", "ClusterAnalysisTemplate"];
+pub(crate) const TEMPLATE_KINDS: [&str; 2] = ["AnalysisTemplate", "ClusterAnalysisTemplate"];
 
 impl Template {
     /// Reads every AnalysisTemplate / ClusterAnalysisTemplate of a (multi-document) YAML text.
     /// Documents of other kinds are skipped; a file with no template at all is an error.
     pub fn parse_all(text: &str, source_name: &str) -> Result<Vec<Template>, SpecError> {
         let mut out = Vec::new();
+        let mut others = Vec::new();
         for (i, doc) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
             let value =
                 serde_json::Value::deserialize_yaml(doc).map_err(|message| SpecError::Syntax {
@@ -102,15 +103,22 @@ impl Template {
                 .unwrap_or_default();
             if TEMPLATE_KINDS.contains(&kind) {
                 out.push(Template::from_value(&value)?);
+            } else {
+                others.push(value);
             }
         }
         if out.is_empty() {
             return Err(SpecError::Syntax {
                 source_name: source_name.to_string(),
-                message: "no AnalysisTemplate or ClusterAnalysisTemplate document found".into(),
+                message: super::lint::nothing_to_lint(&others),
             });
         }
         Ok(out)
+    }
+
+    /// Reads one template document's own keys (kind, metadata, args, dryRun, metrics).
+    pub(crate) fn from_value_checked(value: &Value) -> Result<Template, SpecError> {
+        Template::from_value(value)
     }
 
     fn from_value(value: &Value) -> Result<Template, SpecError> {
@@ -396,6 +404,10 @@ impl ArgoFields {
 impl Metric {
     /// A metric from its Argo JSON form (`{name, interval, successCondition, provider, ...}`).
     pub fn from_value(value: &Value, path: &str) -> Result<Metric, SpecError> {
+        Metric::read(value, path).map_err(|e| prefer_typo(e, value, path))
+    }
+
+    fn read(value: &Value, path: &str) -> Result<Metric, SpecError> {
         let mut m = ObjectReader::new(path, value)?;
         let name = m.required_string("name", "the metric's name")?;
         let fields = ArgoFields::read(&mut m, BrokenCondition::ErrorsTheMetric)?;

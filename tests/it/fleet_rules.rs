@@ -292,7 +292,7 @@ fn namespace_and_labels_place_the_rule_for_a_rule_selector() {
         ),
     ] {
         let out = rules(&file, &["--arg", &format!("digest={NEW}"), flag, value]);
-        assert_eq!(out.status.code(), Some(1), "{flag} {value}: a usage error");
+        assert_eq!(out.status.code(), Some(64), "{flag} {value}: a usage error");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(
             err.contains(says) && err.contains(flag),

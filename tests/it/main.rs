@@ -41,6 +41,7 @@ mod fleet_rules;
 mod grpc_plugin;
 mod grpc_remote;
 mod harness_selftest;
+mod lint;
 mod manifests;
 mod open_ended;
 mod plugin_process;

@@ -43,10 +43,11 @@ fn signal(child: &Child, sig: &str) {
 }
 
 #[test]
-fn without_the_cookie_it_explains_and_exits_1() {
-    // Run by hand: the help, which says how the controller starts plugin mode.
+fn without_the_cookie_it_explains_and_exits_with_a_usage_error() {
+    // Run by hand: the help, which says how the controller starts plugin mode (64: a usage
+    // error, as for every command line that cannot run).
     let out = plugin().output().unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(64));
     assert!(out.stdout.is_empty());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(

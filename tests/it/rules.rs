@@ -181,7 +181,7 @@ spec:
 
     // A bad flag value names the flag.
     let out = rules(&file, &["--group-interval", "soon"]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(64));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--group-interval"));
 }
 
@@ -502,4 +502,53 @@ async fn the_compare_alert_agrees_with_the_gate_on_clear_cases() {
         checked += 1;
     }
     assert_eq!(checked, 4);
+}
+
+/// `--format rule-file` prints the plain rule file that `promtool check rules`, Prometheus'
+/// `rule_files`, Thanos Ruler, Mimir's ruler and vmalert read, checked as printed; the default
+/// and `--format prometheus-operator` print the same PrometheusRules.
+#[test]
+fn the_rule_file_form_is_accepted_by_promtool_as_printed() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(root().join("examples"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
+    files.sort();
+    for file in &files {
+        let digest = format!("digest={DIGEST}");
+        let base = ["--arg", digest.as_str(), "--group-interval", "30s"];
+        let out = rules(file, &[&base[..], &["--format", "rule-file"]].concat());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{}: {stderr}", file.display());
+        let docs = documents(&out);
+        assert_eq!(docs.len(), 1, "{}", file.display());
+        assert!(docs[0]["groups"].as_array().is_some_and(|g| !g.is_empty()));
+        std::fs::write(dir.path().join("rules.yaml"), &out.stdout).unwrap();
+        let checked = promtool(&["check", "rules", "rules.yaml"], dir.path());
+        assert!(
+            checked.status.success(),
+            "{}: promtool check rules:\n{}\n{}\n{}",
+            file.display(),
+            String::from_utf8_lossy(&checked.stdout),
+            String::from_utf8_lossy(&checked.stderr),
+            String::from_utf8_lossy(&out.stdout)
+        );
+        let operator = rules(
+            file,
+            &[&base[..], &["--format", "prometheus-operator"]].concat(),
+        );
+        assert_eq!(operator.stdout, rules(file, &base).stdout);
+        let groups: usize = documents(&operator)
+            .iter()
+            .map(|d| d["spec"]["groups"].as_array().unwrap().len())
+            .sum();
+        assert_eq!(groups, docs[0]["groups"].as_array().unwrap().len());
+    }
+    let out = rules(
+        &files[0],
+        &["--format", "rule-file", "--namespace", "monitoring"],
+    );
+    assert_eq!(out.status.code(), Some(64));
 }

@@ -76,10 +76,7 @@ fn probes_metrics_and_unknown_routes() {
         (200, "ok\n".into())
     );
     let (status, text) = get(&format!("{}/readyz", server.url));
-    assert_eq!(
-        (status, text.as_str()),
-        (200, "ready: 1 templates loaded\n")
-    );
+    assert_eq!((status, text.as_str()), (200, "ready: 1 template loaded\n"));
 
     let client = client();
     runtime().block_on(async {
@@ -99,6 +96,12 @@ fn probes_metrics_and_unknown_routes() {
         post(&client, &url, "{".into(), false).await;
         let resp = client.get(&url).send().await.unwrap();
         assert_eq!(resp.status().as_u16(), 405);
+        assert_eq!(resp.headers()["allow"], "POST");
+        let body = resp.text().await.unwrap();
+        assert!(
+            body.contains("/flagger/v1/check takes POST, not GET"),
+            "{body}"
+        );
         let resp = client
             .get(format!("{}/nope?token=x", server.url))
             .send()
@@ -264,12 +267,12 @@ fn startup_problems_are_named_and_exit_1() {
         assert_eq!(status.and_then(|s| s.code()), Some(1), "{args:?}");
         assert!(logs.join("\n").contains(needle), "{args:?}: {logs:?}");
     }
-    // A missing value is a usage error from the argument parser (exit 2 is clap's).
+    // A missing value is a usage error from the argument parser: 64, as everywhere.
     let out = std::process::Command::new(crate::support::rollgate_bin())
         .args(["serve", "--listen"])
         .output()
         .unwrap();
-    assert!(!out.status.success());
+    assert_eq!(out.status.code(), Some(64));
 }
 
 #[test]
