@@ -439,10 +439,21 @@ fn the_promotion_manifests_give_rules_promtool_accepts() {
     ];
     for (file, extra) in cases {
         let path = dir_of.join(file);
-        let out = rules(
-            &path,
-            &["--arg", &format!("digest={NEW}"), "--arg", "cohort=wave-1"],
-        );
+        // `--arg` takes the arguments a template declares, nothing else.
+        let text = std::fs::read_to_string(&path).unwrap();
+        let digest = format!("digest={NEW}");
+        let mut args: Vec<&str> = Vec::new();
+        for (name, arg) in [("digest", digest.as_str()), ("cohort", "cohort=wave-1")] {
+            let declared = text.lines().any(|l| {
+                l.trim_start()
+                    .strip_prefix(&format!("- name: {name}"))
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with(' '))
+            });
+            if declared {
+                args.extend(["--arg", arg]);
+            }
+        }
+        let out = rules(&path, &args);
         assert_eq!(
             out.status.code(),
             Some(0),

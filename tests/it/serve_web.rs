@@ -392,7 +392,10 @@ fn templates_and_argo_metric_objects_are_accepted_and_bad_requests_named() {
 /// spent the whole error budget.
 #[test]
 fn repeated_web_calls_of_one_run_get_increasing_check_positions() {
-    let (_dir, server) = serve_templates(&[("compare.yaml", compare_template())]);
+    // A declared argument the queries do not use tells two rollouts' runs apart.
+    let mut declared: Value = serde_json::from_str(&compare_template()).unwrap();
+    declared["spec"]["args"] = json!([{"name": "rollout", "value": "-"}]);
+    let (_dir, server) = serve_templates(&[("compare.yaml", declared.to_string())]);
     let url = format!("{}/argo/v1/measure", server.url);
     let rt = runtime();
     // The `check` metadata of the answer to `body` (a single metric's measurement).

@@ -315,7 +315,12 @@ fn template_counts_outside_argos_int32_are_refused() {
     // The dry-run surface fails naming the key and the value.
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("t.yaml");
-    std::fs::write(&file, TEMPLATE).unwrap();
+    // `--arg` takes declared arguments only.
+    let declared = TEMPLATE.replace(
+        "    - name: window\n",
+        "    - name: window\n    - name: count\n",
+    );
+    std::fs::write(&file, declared).unwrap();
     let out = std::process::Command::new(crate::support::rollgate_bin())
         .arg("dry-run")
         .arg("-f")
