@@ -681,6 +681,7 @@ async fn a_stalled_target_stays_stalled_when_hold_for_is_set() {
         assert_eq!(plan_states(&p)["st-12"], "stalled");
         if hold.is_null() {
             assert!(!m.metadata.contains_key("notHeld"), "{}", m.message);
+            assert!(!m.metadata.contains_key("holdFor"));
             assert_eq!(plan_states(&p)["st-14"], "current");
         } else {
             // "Not held" is the cluster that is current now but flapped inside the window.
@@ -692,6 +693,7 @@ async fn a_stalled_target_stays_stalled_when_hold_for_is_set() {
                 m.message
             );
             assert_eq!(plan_states(&p)["st-14"], "not held");
+            assert_eq!(m.metadata["holdFor"], "20m");
         }
     }
 }

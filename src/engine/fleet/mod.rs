@@ -188,8 +188,9 @@ pub(super) fn describe(spec: &FleetSpec, meta: &mut BTreeMap<String, String>) {
         meta.insert("query.firstSeen".into(), f);
     }
     let p = &spec.promotion;
-    if let Some(h) = p.hold_for {
-        meta.insert("holdFor".into(), format_duration(h));
+    if p.hold_for.is_some() {
+        // As written, as in the message.
+        meta.insert("holdFor".into(), report::hold_for_text(spec));
     }
     if !p.cohorts.is_empty() {
         let names: Vec<&str> = p.cohorts.iter().map(|c| c.name.as_str()).collect();
