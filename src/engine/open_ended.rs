@@ -17,6 +17,7 @@ use std::sync::Mutex;
 
 use chrono::{DateTime, TimeZone, Utc};
 
+use crate::measurement::Phase;
 use crate::prometheus::{QueryData, QueryRequest};
 use crate::spec::{CompareSpec, RatioQueries};
 use crate::stats::{EDetector, RatioInput, Tolerance, Verdict};
@@ -357,11 +358,23 @@ impl Engine {
             );
         }
         if o.cells == 0 {
-            return insufficient(
-                out,
-                spec.on_insufficient,
-                "no whole interval since the run began yet",
-                cx,
+            // Not a lack of traffic but of time: the first whole interval has not closed yet.
+            // An Inconclusive here would end an Argo run at its first check (the default
+            // `inconclusiveLimit` is 0), so ask again once that interval can be read.
+            let first_end = ceil_div(start.timestamp(), g)
+                .saturating_add(1)
+                .saturating_mul(g)
+                .saturating_add(settle);
+            // `resumeAt` is on the real clock, as the wait of `onInsufficient` writes it (a
+            // backtest maps it back to its own): the wait from the evaluation time.
+            let wait = chrono::Duration::seconds((first_end - now.timestamp()).max(1));
+            out.resume_at = Some(cx.started_at + wait);
+            let when = (now + wait).format("%H:%M:%S UTC");
+            return out.finish(
+                Phase::Running,
+                format!(
+                    "no whole interval since the run began yet; the first closes (and is read) at {when}, asking again then"
+                ),
             );
         }
         let (c, s) = (o.total.canary_total, o.total.stable_total);
