@@ -227,3 +227,24 @@ fn the_manifests_name_the_image_the_release_builds() {
         "{containerfile}"
     );
 }
+
+#[test]
+fn no_manifest_names_a_placeholder_digest() {
+    // A sha256 of zeros (or mostly zeros) is a placeholder someone forgot: the controller
+    // refuses to start on it, and a digest argument would never match.
+    let mut digests = 0;
+    for path in yaml_files("manifests") {
+        let text = std::fs::read_to_string(&path).unwrap();
+        for token in text.split(|c: char| !c.is_ascii_hexdigit()) {
+            if token.len() == 64 {
+                digests += 1;
+                assert!(
+                    !token.contains("00000000"),
+                    "{}: {token} looks like a placeholder",
+                    path.display()
+                );
+            }
+        }
+    }
+    assert!(digests >= 1, "no digest found: the scan reads nothing");
+}
