@@ -38,12 +38,12 @@ pub struct PluginArgs {
     #[arg(long, env = "ROLLGATE_PLUGIN_PROTOCOL", value_enum, default_value_t = Protocol::Netrpc)]
     pub protocol: Protocol,
 
-    /// Largest Prometheus answer any AnalysisTemplate may allow, in bytes (default 16 MiB); a
+    /// Largest Prometheus answer any AnalysisTemplate may allow, in bytes (default 8 MiB); a
     /// `maxResponseBytes` above it is an Error; also ROLLGATE_MAX_RESPONSE_BYTES.
     #[arg(long, value_name = "BYTES", env = "ROLLGATE_MAX_RESPONSE_BYTES")]
     pub max_response_bytes: Option<u64>,
 
-    /// Bytes of Prometheus answers held at once across all measurements (default 64 MiB);
+    /// Bytes of Prometheus answers held at once across all measurements (default 48 MiB);
     /// also ROLLGATE_MAX_BUFFERED_BYTES.
     #[arg(long, value_name = "BYTES", env = "ROLLGATE_MAX_BUFFERED_BYTES")]
     pub max_buffered_bytes: Option<u64>,

@@ -92,13 +92,13 @@ pub struct ServeArgs {
     pub replay: Option<PathBuf>,
 
     /// Largest Prometheus answer any spec may allow, in bytes; a spec's `maxResponseBytes`
-    /// above it is refused, one without it gets this [default: 16 MiB].
+    /// above it is refused, one without it gets this [default: 8 MiB].
     #[arg(long, value_name = "BYTES", env = "ROLLGATE_MAX_RESPONSE_BYTES")]
     pub max_response_bytes: Option<u64>,
 
     /// Bytes of Prometheus answers held at once across all requests (bodies and what they
     /// decode to); beyond it a query waits within its deadline, then is an Error (503)
-    /// [default: 64 MiB].
+    /// [default: 48 MiB].
     #[arg(long, value_name = "BYTES", env = "ROLLGATE_MAX_BUFFERED_BYTES")]
     pub max_buffered_bytes: Option<u64>,
 

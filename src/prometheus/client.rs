@@ -147,22 +147,19 @@ impl Client {
     }
 
     /// Decodes (and scrubs) a body whose bytes and decoding `held` draws from the budget;
-    /// the answer then keeps its own size charged.
+    /// the answer then keeps the charge until its last copy is dropped.
     fn decode_within_budget(
         &self,
         prepared: &Prepared,
         status: u16,
         body: Vec<u8>,
-        mut held: Held,
+        held: Held,
     ) -> Result<QueryResponse, PrometheusError> {
         let origin = &prepared.origin;
         let decoded = decode(origin, status, &body).map(|r| prepared.scrubber.response(r, &body));
         drop(body);
         let mut response = decoded?;
-        if self.budget.is_some() {
-            held.shrink_to(response.approx_bytes());
-            response.charge = Charge::new(held);
-        }
+        response.charge = Charge::new(held);
         Ok(response)
     }
 

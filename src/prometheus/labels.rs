@@ -31,11 +31,6 @@ impl Labels {
         Labels::default()
     }
 
-    /// Bytes this set holds on the heap.
-    pub(crate) fn heap_bytes(&self) -> usize {
-        self.text.len() + self.ends.len() * std::mem::size_of::<u32>()
-    }
-
     /// Number of labels.
     pub fn len(&self) -> usize {
         self.ends.len() / 2

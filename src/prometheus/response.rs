@@ -33,35 +33,6 @@ pub struct QueryResponse {
     pub(crate) charge: super::budget::Charge,
 }
 
-impl QueryResponse {
-    /// About how many bytes the decoded answer holds (what it keeps charged to the budget).
-    pub(crate) fn approx_bytes(&self) -> u64 {
-        let texts: usize = self
-            .warnings
-            .iter()
-            .chain(&self.infos)
-            .map(String::len)
-            .sum();
-        let data = match &self.data {
-            QueryData::Scalar(_) => 0,
-            QueryData::Vector(v) => {
-                v.capacity() * std::mem::size_of::<Series>()
-                    + v.iter().map(|s| s.labels.heap_bytes()).sum::<usize>()
-            }
-            QueryData::Matrix(m) => {
-                m.capacity() * std::mem::size_of::<RangeSeries>()
-                    + m.iter()
-                        .map(|s| {
-                            s.labels.heap_bytes()
-                                + s.samples.capacity() * std::mem::size_of::<Sample>()
-                        })
-                        .sum::<usize>()
-            }
-        };
-        u64::try_from(texts + data + self.histogram_only.capacity() * 8).unwrap_or(u64::MAX)
-    }
-}
-
 /// The result of a query, by Prometheus result type.
 ///
 /// Native-histogram samples (`histogram`/`histograms`) are skipped: a vector series that has

@@ -130,15 +130,15 @@ fn a_spec_cannot_raise_the_operators_response_cap() {
     }
 }
 
-/// Concurrent checks whose upstream answers are as large as serve takes (16 MiB each, the
-/// default cap), plus callers asking for more: serve's peak RSS stays under the shipped
+/// Concurrent checks whose upstream answers are as large as serve takes (8 MB each, under
+/// the default cap of 8 MiB), plus callers asking for more: serve's peak RSS stays under the shipped
 /// Deployment's memory limit, and answers come (a verdict, or 503 when the budget stayed
 /// spent), never a crash.
 #[test]
 fn serve_stays_within_its_memory_limit_under_huge_answers() {
     const CONCURRENT: usize = 12;
     const ROUNDS: usize = 2;
-    let upstream = Stub::start(Mode::Huge(16_000_000));
+    let upstream = Stub::start(Mode::Huge(8_000_000));
     let server = ServeProcess::start(&["--prometheus", &upstream.url, "--deadline", "8s"]);
     let url = format!("{}/flagger/v1/check", server.url);
     let statuses = runtime().block_on(async {
@@ -173,7 +173,7 @@ fn serve_stays_within_its_memory_limit_under_huge_answers() {
     });
     let peak = peak_rss(server.pid());
     eprintln!(
-        "serve peak RSS {:.1} MiB over {} checks of 16 MB answers ({} answered 200)",
+        "serve peak RSS {:.1} MiB over {} checks of 8 MB answers ({} answered 200)",
         peak as f64 / f64::from(1 << 20),
         statuses.len(),
         statuses.iter().filter(|&&s| s == 200).count()
