@@ -740,9 +740,18 @@ fn locate(text: &str, start: usize, metric: &str, path: &str) -> Option<usize> {
     if last.is_empty() || last == "name" {
         return Some(metric_line + 1);
     }
+    // Block style (`key:` first on its line) or flow style (`{a: 1, key: 2}`).
     let key_line = line_of(text, metric_line, |l| {
         let l = l.trim_start().trim_start_matches("- ").trim_start();
-        l.starts_with(&format!("{last}:")) || l.starts_with(&format!("\"{last}\":"))
+        l.starts_with(&format!("{last}:"))
+            || l.starts_with(&format!("\"{last}\":"))
+            || [
+                format!("{{{last}:"),
+                format!("{{ {last}:"),
+                format!(", {last}:"),
+            ]
+            .iter()
+            .any(|p| l.contains(p.as_str()))
     });
     // Only keys within the metric: stop at the next metric's `- name:`.
     let next_metric = line_of(text, metric_line + 1, |l| {

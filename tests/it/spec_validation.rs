@@ -98,7 +98,11 @@ fn each_bad_value_names_its_key() {
             json!({"prometheus": {"adress": "http://x"}}),
             "prometheus.adress: unknown key (did you mean \"address\"?)",
         ),
-        (json!({"querry": "up", "query": null}), "query: is required"),
+        // The typo is the mistake, not a missing `query`.
+        (
+            json!({"querry": "up", "query": null}),
+            "querry: unknown key (did you mean \"query\"?)",
+        ),
         (
             json!({"minrequests": {}}),
             "minrequests: unknown key (did you mean \"minRequests\"?)",
