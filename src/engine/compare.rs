@@ -117,7 +117,8 @@ impl Engine {
                     max_increase: spec.max_increase,
                     margin: *margin,
                     confidence: spec.confidence,
-                    min_requests: 0,
+                    // Already checked above; passed on so that the value states the real guard.
+                    min_requests: *min_requests,
                     look,
                 };
                 let small = input.canary_total.max(input.stable_total) < INLINE_REQUESTS;

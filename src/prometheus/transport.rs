@@ -293,10 +293,28 @@ impl Service<Name> for Resolver {
     fn call(&mut self, name: Name) -> Self::Future {
         let resolver = self.get();
         Box::pin(async move {
-            let found = resolver?.lookup_ip(name.as_str()).await?;
+            let found = resolver?
+                .lookup_ip(name.as_str())
+                .await
+                .map_err(|e| -> BoxError {
+                    resolve_failure(name.as_str(), &e.to_string()).into()
+                })?;
             let addrs: Vec<SocketAddr> = found.iter().map(|ip| SocketAddr::new(ip, 0)).collect();
             Ok(addrs.into_iter())
         })
+    }
+}
+
+/// Why `host` could not be resolved, in words: hickory's "no records found" errors print the
+/// query as a Rust debug struct (`Query { name: Name("…"), … }`), which no user should read.
+fn resolve_failure(host: &str, hickory: &str) -> String {
+    if !hickory.starts_with("no records found") {
+        return format!("cannot resolve {host}: {hickory}");
+    }
+    if hickory.contains("NXDomain") {
+        format!("cannot resolve {host}: no such host (NXDOMAIN)")
+    } else {
+        format!("cannot resolve {host}: the name has no address records")
     }
 }
 
@@ -347,5 +365,31 @@ impl rustls::client::danger::ServerCertVerifier for AnyCertificate {
 
     fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
         self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+#[cfg(test)]
+mod resolve_tests {
+    use super::resolve_failure;
+
+    #[test]
+    fn a_failed_lookup_reads_as_words_not_a_debug_struct() {
+        let nx = r#"no records found for Query { query_type: AAAA, query_class: IN, name: Name("prom.invalid.") }, response_code: NXDomain"#;
+        assert_eq!(
+            resolve_failure("prom.invalid", nx),
+            "cannot resolve prom.invalid: no such host (NXDOMAIN)"
+        );
+        let empty =
+            r#"no records found for Query { query_type: A, query_class: IN, name: Name("prom.") }"#;
+        let shown = resolve_failure("prom", empty);
+        assert_eq!(
+            shown,
+            "cannot resolve prom: the name has no address records"
+        );
+        assert!(!shown.contains("Query {"));
+        assert_eq!(
+            resolve_failure("prom", "request timed out"),
+            "cannot resolve prom: request timed out"
+        );
     }
 }

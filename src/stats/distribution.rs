@@ -198,7 +198,7 @@ pub fn compare_distributions(
     if !(opts.max_increase.is_finite() && opts.max_increase >= 0.0) {
         return Err(StatsError::MaxIncrease(opts.max_increase));
     }
-    let alpha = look_alpha(1.0 - opts.confidence, opts.look)?;
+    let alpha = look_alpha(super::alpha_of(opts.confidence), opts.look)?;
     let ((cs, canary_nan), (ss, stable_nan)) = if canary.len().min(stable.len()) >= PARALLEL_SORT {
         // Two large independent sorts: one on another thread.
         std::thread::scope(|scope| {

@@ -259,7 +259,7 @@ impl EDetector {
         };
         Ok(EDetector {
             tolerance,
-            alpha: 1.0 - confidence,
+            alpha: super::alpha_of(confidence),
             tracks: vec![start; LAMBDAS.len()],
             cells: 0,
             totals: [0; 4],

@@ -150,7 +150,7 @@ pub fn compare_histograms(
         return Err(StatsError::MaxIncrease(opts.max_increase).into());
     }
     Buckets::same_layout(canary, stable)?;
-    let alpha = look_alpha(1.0 - opts.confidence, opts.look)?;
+    let alpha = look_alpha(super::alpha_of(opts.confidence), opts.look)?;
     let mut out = HistogramOutcome {
         verdict: Verdict::Undecided,
         test: if opts.threshold.is_some() {

@@ -82,3 +82,9 @@ pub enum Verdict {
     /// Too little data to judge (below the minimum, or no traffic on a side).
     Undecided,
 }
+
+/// The error rate a confidence leaves, `1 - confidence`, rounded to twelve decimals: in binary,
+/// `1 - 0.95` is 0.050000000000000044, which is what a reader of the value JSON would see.
+pub(crate) fn alpha_of(confidence: f64) -> f64 {
+    ((1.0 - confidence) * 1e12).round() / 1e12
+}

@@ -172,7 +172,7 @@ pub struct RatioOutcome {
 pub fn compare_ratio(input: &RatioInput, opts: &RatioOptions) -> Result<RatioOutcome, StatsError> {
     opts.validate()?;
     validate_counts(input)?;
-    let alpha = look_alpha(1.0 - opts.confidence, opts.look)?;
+    let alpha = look_alpha(super::alpha_of(opts.confidence), opts.look)?;
     let canary = RatioSide::new(input.canary_bad, input.canary_total);
     let stable = RatioSide::new(input.stable_bad, input.stable_total);
     let tolerance = Tolerance::new(opts.max_increase, opts.margin);

@@ -74,6 +74,9 @@ async fn healthy_pair_is_successful() {
     assert_eq!(v["canary"]["total"], 24000);
     assert_eq!(v["canary"]["bad"], 120);
     assert_eq!(v["stable"]["total"], 26400);
+    // The value states the spec's guard and a readable alpha, as a reviewer would check them.
+    assert_eq!(v["minRequests"], 500, "{v}");
+    assert_eq!(v["alpha"], 0.05, "{v}");
     assert_eq!(m.metadata["kind"], "compare");
     assert!(m.message.starts_with("canary error rate"), "{}", m.message);
 }
