@@ -541,20 +541,41 @@ fn lint_metric(
     for arg in &valueless {
         args.insert(arg.clone(), Some(TYPED_PLACEHOLDERS[0].to_string()));
     }
-    for arg in &valueless {
-        let mut best: Option<(usize, &str)> = None;
-        for candidate in TYPED_PLACEHOLDERS {
-            args.insert(arg.clone(), Some(candidate.to_string()));
-            let n = metric_problems(&raw, path, &args).len();
-            if best.is_none_or(|(b, _)| n < b) {
-                best = Some((n, candidate));
+    // Substitution stops at the first value its place refuses, so one argument's stand-in can
+    // only be judged once the others fit: passes until no choice changes (one per argument
+    // suffices, each fixing at least one).
+    for _ in 0..=valueless.len() {
+        let mut changed = false;
+        for arg in &valueless {
+            let before = args.get(arg).cloned().flatten();
+            // A stand-in its place refuses hides every other problem (substitution stops
+            // there), so it scores worse than any number of problems found past it.
+            let refused = format!("args.{arg}:");
+            let mut best: Option<((usize, usize), &str)> = None;
+            for candidate in TYPED_PLACEHOLDERS {
+                args.insert(arg.clone(), Some(candidate.to_string()));
+                let problems = metric_problems(&raw, path, &args);
+                let score = (
+                    problems
+                        .iter()
+                        .filter(|(_, m)| m.contains(refused.as_str()))
+                        .count(),
+                    problems.len(),
+                );
+                if best.is_none_or(|(b, _)| score < b) {
+                    best = Some((score, candidate));
+                }
+                if score == (0, 0) {
+                    break;
+                }
             }
-            if n == 0 {
-                break;
+            if let Some((_, candidate)) = best {
+                changed |= before.as_deref() != Some(candidate);
+                args.insert(arg.clone(), Some(candidate.to_string()));
             }
         }
-        if let Some((_, candidate)) = best {
-            args.insert(arg.clone(), Some(candidate.to_string()));
+        if !changed {
+            break;
         }
     }
     for (at, message) in metric_problems(&raw, path, &args) {
@@ -876,7 +897,11 @@ spec:
         let bad = GOOD.replace("[{{args.window}}]", "[{{args.window}} minutes]");
         let found = errors(&template(&bad));
         assert_eq!(found.len(), 1, "{found:#?}");
-        assert!(found[0].contains("a stand-in"), "{found:#?}");
+        // The argument check (values stay literals) finds it first: no literal fits there.
+        assert!(
+            found[0].contains("args.window") && found[0].contains("does not parse"),
+            "{found:#?}"
+        );
         // A default that is no count.
         let with_default = template(GOOD)
             .replace(
