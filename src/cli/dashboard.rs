@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::engine::Engine;
-use crate::spec::{Provider, Template};
+use crate::spec::Provider;
 
 use super::exit;
 
@@ -43,17 +43,7 @@ pub(crate) fn run(args: DashboardArgs) -> u8 {
 
 /// The JSON text `run` prints.
 pub(crate) fn render(args: &DashboardArgs) -> Result<String, String> {
-    let text = std::fs::read_to_string(&args.file)
-        .map_err(|e| format!("cannot read {}: {e}", args.file.display()))?;
-    let source = args.file.display().to_string();
-    let templates = Template::parse_all(&text, &source).map_err(|e| format!("{source}: {e}"))?;
-    crate::spec::check_declared(
-        templates
-            .iter()
-            .flat_map(|t| t.args.keys().map(String::as_str)),
-        args.args.iter().map(|(k, _)| k.as_str()),
-    )
-    .map_err(|e| format!("{source}: --arg {e}"))?;
+    let (source, templates) = super::read_templates(&args.file, &args.args)?;
     let mut metrics = Vec::new();
     for template in &templates {
         metrics.extend(

@@ -144,17 +144,7 @@ pub(super) fn load_metrics(
     args: &[(String, String)],
     only: Option<&str>,
 ) -> Result<Loaded, String> {
-    let text = std::fs::read_to_string(file)
-        .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
-    let source = file.display().to_string();
-    let templates = Template::parse_all(&text, &source).map_err(|e| format!("{source}: {e}"))?;
-    crate::spec::check_declared(
-        templates
-            .iter()
-            .flat_map(|t| t.args.keys().map(String::as_str)),
-        args.iter().map(|(k, _)| k.as_str()),
-    )
-    .map_err(|e| format!("{source}: --arg {e}"))?;
+    let (source, templates) = super::read_templates(file, args)?;
 
     let mut work: Vec<(String, Metric)> = Vec::new();
     for template in &templates {

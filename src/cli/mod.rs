@@ -134,3 +134,24 @@ pub fn main() -> ExitCode {
         Command::Lint(args) => ExitCode::from(lint::run(args)),
     }
 }
+
+/// The templates of `file` and its name for messages, with every `--arg` name checked against
+/// the arguments they declare (an undeclared one is a usage error naming the declared ones).
+fn read_templates(
+    file: &std::path::Path,
+    args: &[(String, String)],
+) -> Result<(String, Vec<crate::spec::Template>), String> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+    let source = file.display().to_string();
+    let templates =
+        crate::spec::Template::parse_all(&text, &source).map_err(|e| format!("{source}: {e}"))?;
+    crate::spec::check_declared(
+        templates
+            .iter()
+            .flat_map(|t| t.args.keys().map(String::as_str)),
+        args.iter().map(|(k, _)| k.as_str()),
+    )
+    .map_err(|e| format!("{source}: --arg {e}"))?;
+    Ok((source, templates))
+}

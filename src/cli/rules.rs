@@ -12,7 +12,7 @@ use clap::Args;
 use crate::engine::rules::{MetricOutput, RuleOptions};
 use crate::engine::{Engine, RulePlacement};
 use crate::spec::duration::parse_duration;
-use crate::spec::{MetricKind, Provider, Template};
+use crate::spec::{MetricKind, Provider};
 
 use super::exit;
 
@@ -165,17 +165,7 @@ pub(crate) fn run(args: RulesArgs) -> u8 {
 
 /// The YAML text `run` prints, and the notes on what was not translated (also in the text).
 pub(crate) fn render(args: &RulesArgs) -> Result<(String, Vec<String>), String> {
-    let text = std::fs::read_to_string(&args.file)
-        .map_err(|e| format!("cannot read {}: {e}", args.file.display()))?;
-    let source = args.file.display().to_string();
-    let templates = Template::parse_all(&text, &source).map_err(|e| format!("{source}: {e}"))?;
-    crate::spec::check_declared(
-        templates
-            .iter()
-            .flat_map(|t| t.args.keys().map(String::as_str)),
-        args.args.iter().map(|(k, _)| k.as_str()),
-    )
-    .map_err(|e| format!("{source}: --arg {e}"))?;
+    let (source, templates) = super::read_templates(&args.file, &args.args)?;
     let options = RuleOptions {
         placement: RulePlacement {
             namespace: args.namespace.clone(),

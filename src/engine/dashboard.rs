@@ -73,11 +73,19 @@ impl Layout {
 }
 
 fn target(ref_id: &str, expr: &str, legend: &str) -> Value {
+    let expr = without_run_clock(expr);
     json!({"refId": ref_id, "datasource": datasource(), "expr": expr.trim(), "legendFormat": legend, "range": true})
 }
 
 fn table_target(ref_id: &str, expr: &str) -> Value {
+    let expr = without_run_clock(expr);
     json!({"refId": ref_id, "datasource": datasource(), "expr": expr.trim(), "format": "table", "instant": true, "range": false})
+}
+
+/// A panel has no run: `[[run.elapsed]]` reads as a rule's window (one interval at a time,
+/// as the open-ended check reads them).
+fn without_run_clock(expr: &str) -> std::borrow::Cow<'_, str> {
+    crate::spec::run_clock::replace_run_clock(expr, crate::spec::run_clock::NO_RUN_WINDOW)
 }
 
 /// A time series panel; `thresholds` are drawn as lines (red from each value up).

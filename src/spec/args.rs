@@ -565,6 +565,28 @@ fn check_promql_structure(
                 _ => None,
             })
             .unwrap_or(first_arg);
+        // No literal of any kind fits there: the template's query is what is broken, not
+        // the value.
+        let fits_some_literal = [SENTINEL_NUMBER, SENTINEL_DURATION, SENTINEL_NAME]
+            .into_iter()
+            .any(|literal| {
+                let with_literal = assemble(segs, |n, context| {
+                    if n == name {
+                        literal.to_string()
+                    } else {
+                        sentinel(&value_of(n), context)
+                    }
+                });
+                super::promql::parse_promql(path, &with_literal, |_| ()).is_ok()
+            });
+        if !fits_some_literal {
+            let written = assemble(segs, |n, _| format!("{{{{args.{n}}}}}"));
+            return Err(SpecError::Invalid {
+                path: path.to_string(),
+                expected: "a valid PromQL query (it does not parse whatever literal stands for its arguments)".into(),
+                got: format!("{:?}", super::error::shorten(&written)),
+            });
+        }
         return Err(refused(
             name,
             &value_of(name),
@@ -882,7 +904,8 @@ mod value_tests {
         let text = format!("{expr:?}");
         // Literal values appear in the debug form as quoted strings and numbers; blank both.
         let strings = regex::Regex::new(r#""(?:[^"\\]|\\.)*""#).ok()?;
-        let numbers = regex::Regex::new(r"\b\d+(\.\d+)?(e[-+]?\d+)?\b").ok()?;
+        // Numbers and durations (`range: 500ms`, `300s`: a number may stand for seconds).
+        let numbers = regex::Regex::new(r"\b\d+(\.\d+)?(e[-+]?\d+)?[a-z]*\b").ok()?;
         let t = strings.replace_all(&text, "S");
         Some(numbers.replace_all(&t, "N").into_owned())
     }

@@ -46,6 +46,10 @@ fn tags(query: &str) -> Vec<(usize, usize)> {
     found
 }
 
+/// What `[[run.elapsed]]` reads as where there is no run (`rollgate rules`, `dashboard`): the
+/// window an alert or a panel looks back over.
+pub const NO_RUN_WINDOW: &str = "5m";
+
 /// Whether `query` uses the run clock.
 pub fn uses_run_clock(query: &str) -> bool {
     !tags(query).is_empty()

@@ -529,8 +529,16 @@ fn the_rule_file_form_is_accepted_by_promtool_as_printed() {
         .collect();
     files.sort();
     for file in &files {
+        // `--arg` takes only the arguments a template declares: the digest for the fleet gate.
         let digest = format!("digest={DIGEST}");
-        let base = ["--arg", digest.as_str(), "--group-interval", "30s"];
+        let declares_digest = std::fs::read_to_string(file)
+            .unwrap()
+            .contains("- name: digest\n");
+        let base: Vec<&str> = if declares_digest {
+            vec!["--arg", digest.as_str(), "--group-interval", "30s"]
+        } else {
+            vec!["--group-interval", "30s"]
+        };
         let out = rules(file, &[&base[..], &["--format", "rule-file"]].concat());
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(0), "{}: {stderr}", file.display());

@@ -88,6 +88,9 @@ impl MetricRules {
     /// Adds a recording rule and returns its series name.
     fn record(&mut self, what: &str, expr: &str) -> String {
         let record = self.record_name(what);
+        // A rule has no run: the run clock reads as the window an alert looks back over.
+        let expr =
+            crate::spec::run_clock::replace_run_clock(expr, crate::spec::run_clock::NO_RUN_WINDOW);
         self.records.push(Record {
             record: record.clone(),
             expr: expr.trim().to_string(),

@@ -54,7 +54,13 @@ func cmdCookie(args []string) int {
 		if len(co.Stderr) > 2000 {
 			co.Stderr = co.Stderr[:2000]
 		}
-		co.OK = co.ExitCode == 1 && stdout.Len() == 0 && strings.TrimSpace(stderr.String()) != ""
+		// A wrong cookie is go-plugin's refusal (exit 1); no cookie at all and no arguments is
+		// rollgate run by hand without a subcommand: help and the usage-error code, 64.
+		want := 1
+		if tc.cookie == nil {
+			want = 64
+		}
+		co.OK = co.ExitCode == want && stdout.Len() == 0 && strings.TrimSpace(stderr.String()) != ""
 		cases = append(cases, co)
 	}
 	ok := true
