@@ -28,7 +28,7 @@ fn setup() -> &'static (tokio::runtime::Runtime, MetricProvider) {
             AddressPolicy::default(),
         ));
         let options = ServiceOptions {
-            allow_server_files: false,
+            trust: rollgate::engine::Trust::NETWORK,
             ..ServiceOptions::default()
         };
         (rt, MetricProvider::new(engine, options))
