@@ -28,7 +28,12 @@ fuzz_target!(|data: &[u8]| {
         Ok((sel, args)) => {
             let again = parse_request(data).expect("a body that reads re-reads");
             assert_eq!(format!("{:?}", (&sel, &args)), format!("{again:?}"));
-            if let Err(r) = plan(&templates, &sel, &args, true) {
+            if let Err(r) = plan(
+                &templates,
+                &sel,
+                &args,
+                &rollgate::engine::Trust::network(true),
+            ) {
                 check_refusal("web plan", r.status.as_u16(), &r.message);
             }
         }
@@ -37,7 +42,12 @@ fuzz_target!(|data: &[u8]| {
     match parse_payload(data) {
         Ok(payload) => match selection(&payload) {
             Ok((sel, args)) => {
-                if let Err(r) = plan(&templates, &sel, &args, true) {
+                if let Err(r) = plan(
+                    &templates,
+                    &sel,
+                    &args,
+                    &rollgate::engine::Trust::network(true),
+                ) {
                     check_refusal("flagger plan", r.status.as_u16(), &r.message);
                 }
             }
