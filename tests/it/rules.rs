@@ -54,14 +54,20 @@ fn check_rules(docs: &[Value], dir: &Path, drop_annotations: bool) {
     );
 }
 
-#[test]
-fn every_shipped_template_gives_rules_promtool_accepts() {
+/// The shipped example templates, sorted.
+fn example_files() -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(root().join("examples"))
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
         .collect();
     files.sort();
+    files
+}
+
+#[test]
+fn every_shipped_template_gives_rules_promtool_accepts() {
+    let files = example_files();
     assert!(files.len() >= 4, "{files:?}");
     let mut kinds = BTreeSet::new();
     for file in &files {
@@ -522,12 +528,7 @@ async fn the_compare_alert_agrees_with_the_gate_on_clear_cases() {
 #[test]
 fn the_rule_file_form_is_accepted_by_promtool_as_printed() {
     let dir = tempfile::tempdir().unwrap();
-    let mut files: Vec<PathBuf> = std::fs::read_dir(root().join("examples"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
-        .collect();
-    files.sort();
+    let files = example_files();
     for file in &files {
         // `--arg` takes only the arguments a template declares: the digest for the fleet gate.
         let digest = format!("digest={DIGEST}");
