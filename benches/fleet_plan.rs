@@ -1,7 +1,7 @@
 //! `fleet plan` scaling: `Engine::fleet_plan` (the gate's queries and classification, then the
 //! target matrix) over N and 10 x N targets in the same run, answered by a scripted stub so that
 //! only rollgate's own work is timed (decoding, classification, cohorts, the per-target states).
-//! Linear work gives a time ratio near 10; a list scan per target (issue 16: `state_of`) gives
+//! Linear work gives a time ratio near 10; a list scan per target (as `state_of` once was) gives
 //! one near 100.
 //!
 //! `cargo bench --bench fleet_plan` (FLEET_PLAN_SMALL=1000 targets, FLEET_PLAN_ROUNDS=7).

@@ -1,8 +1,8 @@
 //! gob decoding time against message size: a `Plugin.Run` request whose argument is 16 KiB to
 //! 4 MiB, in two layouts built by `rollgate::goplugin::gob::testkit`:
 //! - `one message`: the whole value in one gob message;
-//! - `spanning`: a `[]interface{}` whose elements each end a message (issue 18's layout: one
-//!   message per ~22 bytes, so 190,000 messages at 4 MiB).
+//! - `spanning`: a `[]interface{}` whose elements each end a message (the layout that once made
+//!   decoding quadratic: one message per ~22 bytes, so 190,000 messages at 4 MiB).
 //!
 //! Each size is decoded `BENCH_ROUNDS` times (default 7) by a fresh stream decoder, through
 //! `Decoder::feed` exactly as the net/rpc server feeds it, and the median is printed with the

@@ -1,4 +1,4 @@
-//! Soak (issue 18 item 5): memory and file descriptors over a long run, release build.
+//! Soak: memory and file descriptors over a long run, release build.
 //!
 //! 1. The plugin: `SOAK_RUNS` Runs (default 1,000,000) through the Go go-plugin host (`gohost
 //!    rss`: 30 callers, Ping + Run with full AnalysisRun values) against the real Prometheus

@@ -18,7 +18,6 @@
 //! ```
 
 use std::io;
-use std::sync::Arc;
 
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::watch;
@@ -37,8 +36,6 @@ pub(crate) enum Signals {
 #[derive(Debug, Clone)]
 pub(crate) struct Shutdown {
     rx: watch::Receiver<Option<&'static str>>,
-    /// [`Shutdown::never`]'s own sender, kept so the channel never reads as closed.
-    _never: Option<Arc<watch::Sender<Option<&'static str>>>>,
 }
 
 /// Asks every [`Shutdown`] of its [`channel`] to resolve.
@@ -50,7 +47,7 @@ pub(crate) struct Trigger {
 /// A trigger and the shutdown it fires.
 pub(crate) fn channel() -> (Trigger, Shutdown) {
     let (tx, rx) = watch::channel(None);
-    (Trigger { tx }, Shutdown { rx, _never: None })
+    (Trigger { tx }, Shutdown { rx })
 }
 
 impl Trigger {
@@ -67,17 +64,6 @@ impl Trigger {
 }
 
 impl Shutdown {
-    /// A shutdown that never comes (for servers embedded in tests or other programs that end
-    /// them by other means).
-    #[cfg(test)]
-    pub(crate) fn never() -> Shutdown {
-        let (tx, rx) = watch::channel(None);
-        Shutdown {
-            rx,
-            _never: Some(Arc::new(tx)),
-        }
-    }
-
     /// Whether shutdown was asked for already.
     #[cfg(test)]
     pub(crate) fn is_triggered(&self) -> bool {
@@ -165,9 +151,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn never_never_resolves_and_a_dropped_trigger_does_not_either() {
-        let never = tokio::time::timeout(Duration::from_millis(50), Shutdown::never().wait()).await;
-        assert!(never.is_err());
+    async fn a_dropped_trigger_does_not_resolve_its_shutdown() {
         let (trigger, shutdown) = channel();
         drop(trigger);
         let orphan = tokio::time::timeout(Duration::from_millis(50), shutdown.wait()).await;

@@ -1,6 +1,6 @@
 //! Where Argo's `successCondition` / `failureCondition` meet a measurement, once for every kind.
 //!
-//! Two rules (SPEC.md 2.1):
+//! Two rules:
 //! - a kind without a verdict of its own (`query`, Argo's `prometheus`) is judged by the
 //!   conditions alone, and with none any result without an error is Successful;
 //! - a kind with a built-in verdict (`compare`, `fleet`) keeps it unless the metric has

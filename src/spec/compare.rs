@@ -1,4 +1,4 @@
-//! The `compare` kind (SPEC.md 2.1): canary versus stable, side by side.
+//! The `compare` kind (docs/statistics.md): canary versus stable, side by side.
 
 use std::time::Duration;
 

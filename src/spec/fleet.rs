@@ -1,4 +1,4 @@
-//! The `fleet` kind (SPEC.md 2.2): the fleet-inventory gate.
+//! The `fleet` kind (docs/fleet.md): the fleet-inventory gate.
 //!
 //! Only validation lives here; what the keys mean at measurement time (states, PromQL, verdict)
 //! is in `engine::fleet` and docs/fleet.md.

@@ -1,4 +1,4 @@
-//! The rollgate metric spec (SPEC.md section 2): what the plugin, the webhook and dry runs receive.
+//! The rollgate metric spec (the README's spec table): what the plugin, the webhook and dry runs receive.
 
 use serde_json::Value;
 use std::path::PathBuf;
@@ -26,9 +26,9 @@ pub struct MetricSpec {
 pub enum MetricKind {
     /// One PromQL query judged by Argo's conditions, behind an optional request guard.
     Query(QuerySpec),
-    /// Canary versus stable, side by side (SPEC.md 2.1).
+    /// Canary versus stable, side by side (docs/statistics.md).
     Compare(CompareSpec),
-    /// The fleet-inventory gate (SPEC.md 2.2).
+    /// The fleet-inventory gate (docs/fleet.md).
     Fleet(FleetSpec),
 }
 

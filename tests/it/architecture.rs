@@ -1,4 +1,4 @@
-//! The layering rule of issue 14: a surface (a transport or front end) never imports another
+//! The layering rule: a surface (a transport or front end) never imports another
 //! surface. What two surfaces share lives outside them (`argo`, `plugin_host`, `shutdown`,
 //! `auth`, `engine`, ...). `cli` is the composition root and may import every surface.
 //!

@@ -1,5 +1,5 @@
 //! Conformance with Argo Rollouts v1.9.1's own answers for `successCondition` /
-//! `failureCondition` (issue 12).
+//! `failureCondition`.
 //!
 //! Every case of `tests/data/argo-conditions/cases.jsonl` (made with Argo v1.9.1's real
 //! Prometheus provider and evaluator, see the README there) goes through the path of

@@ -287,7 +287,7 @@ fn the_release_binary_is_static() {
     assert_eq!(&bytes[..4], b"\x7fELF");
 }
 
-/// Writes the spanning `Plugin.Run` layout of issue 18 (a `[]interface{}` whose elements each
+/// Writes the spanning `Plugin.Run` layout (a `[]interface{}` whose elements each
 /// end a gob message; built by `rollgate::goplugin::gob::testkit`) of `size` bytes to a file
 /// for `gohost spanning`.
 fn spanning_frames(dir: &Path, size: usize) -> std::path::PathBuf {
@@ -319,7 +319,7 @@ fn a_run_spanning_fifty_thousand_messages_is_decoded_promptly() {
 
 #[test]
 fn sigterm_ends_the_plugin_while_a_48_mib_spanning_value_is_being_decoded() {
-    // Issue 18: SIGTERM did not end the process while it decoded (SIGKILL did). 48 MiB (under
+    // SIGTERM once did not end the process while it decoded (SIGKILL did). 48 MiB (under
     // the 64 MiB a value may span) takes a few hundred ms to receive and decode at the 1 MiB
     // test's 7-30 ms per MiB; SIGTERM comes 100 ms in.
     let dir = tempfile::tempdir().unwrap();
@@ -389,7 +389,7 @@ fn settings_by_environment_alone_as_argo_rollouts_1_5_and_1_6_start_the_plugin()
     );
 }
 
-/// Issue 14: a `count` past Argo's int32 (argo-rollouts v1.9.1, analysis_types.go: Count is an
+/// A `count` past Argo's int32 (argo-rollouts v1.9.1, analysis_types.go: Count is an
 /// `intstr.IntOrString`; `{{args.count}}` leaves a string, which the controller's
 /// `int32(Count.IntValue())` would wrap to 1) was dropped by the plugin without a word. Now the
 /// same rule as templates and gRPC: an Error naming `count`, and in GetMetadata.

@@ -469,7 +469,7 @@ fn fleet_cases() -> Vec<Case> {
             fleet(json!({"minCompletion": 0.97, "exceptions": lab}), &[]),
             Failed,
         ),
-        // A stalled workload makes its target incomplete and minCompletion decides (issue 16):
+        // A stalled workload makes its target incomplete and minCompletion decides:
         // 385 of 400 are current or excepted without the stalls, 383 with them.
         case(
             "fleet: stalled workloads count against minCompletion, 96 % fails",

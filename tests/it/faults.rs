@@ -1,4 +1,4 @@
-//! Faults under load (issue 18 item 4), on loopback and bounded in time:
+//! Faults under load, on loopback and bounded in time:
 //! - the Argo plugin, driven by 30 callers of the Go go-plugin host (tests/gohost `rss`), while
 //!   the real Prometheus behind a fault proxy is refused, made slow, made to answer garbage,
 //!   killed and restarted. Every verdict is checked against the data: the healthy service may only

@@ -132,7 +132,7 @@ async fn the_standard_fleet_fails_with_exact_sets() {
                 .any(|s| s.starts_with("edge-331/"))
     );
     // edge-150 and edge-330 run the expected version but have a stalled workload: incomplete,
-    // not current (issue 16); edge-203's stall is on a straggler.
+    // not current; edge-203's stall is on a straggler.
     assert_eq!(list(&m, "stalledTargets"), set(["edge-150", "edge-330"]));
     let current = e.current.len() - 2;
     assert_eq!(m.metadata["current"], current.to_string());
@@ -341,7 +341,7 @@ async fn min_completion_and_exceptions_decide_together() {
     )
     .await;
     assert_eq!(strict.phase, Phase::Failed);
-    // A stalled workload makes its cluster incomplete and minCompletion decides (issue 16):
+    // A stalled workload makes its cluster incomplete and minCompletion decides:
     // edge-150 and edge-330 are otherwise current (edge-203 is a straggler anyway), so 383 of
     // 400 are done: enough for 0.95, not for 0.96, which the 385 without workloads meet.
     let stalled = |min: f64, workloads: bool| {

@@ -1,4 +1,4 @@
-//! Fleet promotion (issue 16) end to end against a real Prometheus with generated
+//! Fleet promotion end to end against a real Prometheus with generated
 //! kube-state-metrics data (`support::inventories::promotion_dataset`): cohorts 1 / 3 / the
 //! rest over a 27-cluster registry, `holdFor` before and after a flap leaves the window, a
 //! stall spending `minCompletion`, completion tiers before and after their deadlines, a support

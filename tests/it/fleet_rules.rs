@@ -417,7 +417,7 @@ fn a_reader_that_closes_the_pipe_early_is_not_a_crash() {
     assert_eq!(out.status.code(), Some(0), "{stderr}");
 }
 
-/// Fleet promotion (issue 16): every promotion manifest gives rules promtool accepts, with one
+/// Fleet promotion: every promotion manifest gives rules promtool accepts, with one
 /// alert per completion tier and one for versions outside the support window.
 #[test]
 fn the_promotion_manifests_give_rules_promtool_accepts() {

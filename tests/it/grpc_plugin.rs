@@ -414,7 +414,7 @@ fn grpc_run_places_compare_checks_by_the_runs_status() {
     assert!((past_the_plan - 0.0095).abs() < 1e-12, "{past_the_plan}");
 }
 
-/// Issue 14: Argo's `count` is an int32 (`intstr.IntOrString`, argo-rollouts v1.9.1
+/// Argo's `count` is an int32 (`intstr.IntOrString`, argo-rollouts v1.9.1
 /// pkg/apis/rollouts/v1alpha1/analysis_types.go). `Metric.count` is int64 on the wire so that a
 /// larger value reaches rollgate's one rule (shared with the net/rpc plugin and templates) and
 /// is refused naming `count`, instead of being truncated to 1 by an int32 decoder.

@@ -482,7 +482,7 @@ fn write_pair(dir: &Path, cert: &Path, key: &Path, name: &str) -> std::path::Pat
     ca
 }
 
-/// Issue 14 point 3: `serve --grpc-listen` follows SIGHUP reloads of the token and the
+/// `serve --grpc-listen` follows SIGHUP reloads of the token and the
 /// certificate as the HTTP side does, and its queries are counted in `/metrics`. Against the
 /// real Prometheus of the harness.
 #[test]

@@ -208,7 +208,7 @@ fn template_errors_name_the_metric_path() {
         "successCondition: result[0] <",
     );
     let t = &Template::parse_all(&broken, "t.yaml").unwrap()[0];
-    // As in Argo, a condition that does not compile fails only its metric (issue 12): the
+    // As in Argo, a condition that does not compile fails only its metric: the
     // template reads, and the metric carries the error to measure as Error.
     let metrics = t
         .metrics(&[("window".into(), "5m".into()), ("count".into(), "3".into())])
@@ -282,7 +282,7 @@ proptest! {
     }
 }
 
-/// Issue 14: `count: 4294967297` used to become 1 here (wrapped into a u32) while the plugin
+/// `count: 4294967297` once became 1 here (wrapped into a u32) while the plugin
 /// dropped it. Argo's `Metric.Count` is an `intstr.IntOrString` holding an int32
 /// (argo-rollouts v1.9.1, pkg/apis/rollouts/v1alpha1/analysis_types.go): the template is
 /// refused naming the key, through the library and through `rollgate dry-run`.

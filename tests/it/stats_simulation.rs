@@ -80,7 +80,7 @@ fn latency_checks_keep_the_run_level_rate_and_catch_a_doubling() {
     }
 }
 
-/// Issue 13: on autocorrelated series Mann-Whitney alone fails identical canaries far beyond
+/// On autocorrelated series Mann-Whitney alone fails identical canaries far beyond
 /// the budget; with the correction (the default) every healthy layout stays within 5 %.
 #[test]
 fn autocorrelated_series_keep_the_level_with_the_correction() {

@@ -1,4 +1,4 @@
-//! Cohorts and completion tiers over a classified fleet (issue 16): which targets the promoted
+//! Cohorts and completion tiers over a classified fleet: which targets the promoted
 //! cohort's gate requires, who belongs to no cohort, how many change at once, and whether a
 //! completion tier's deadline passed with its share not reached. Pure functions, no I/O.
 

@@ -914,7 +914,7 @@ mod tests {
 
     #[test]
     fn a_value_spanning_thousands_of_messages_is_walked_a_bounded_number_of_times() {
-        // The layout of issue 18: a Plugin.Run whose []interface{} elements each end a
+        // The layout that once made decoding quadratic: a Plugin.Run whose []interface{} elements each end a
         // message. Re-decoding everything received on every message walked ~n^2/2 bytes.
         for spanning in [false, true] {
             let msgs = super::super::testkit::plugin_run_request(7, 256 << 10, spanning);

@@ -1,4 +1,4 @@
-//! The promotion keys of a `fleet:` block (issue 16): `cohorts`, `cohort`, `holdFor`,
+//! The promotion keys of a `fleet:` block: `cohorts`, `cohort`, `holdFor`,
 //! `retention`, `completion`, `startedAt`, and `version.supported`. Validation only; what they
 //! mean at measurement time is in `engine::fleet::promotion` and docs/fleet.md.
 
