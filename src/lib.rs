@@ -47,7 +47,6 @@ pub mod engine;
 #[doc(hidden)]
 pub mod goplugin;
 pub mod grpc;
-pub(crate) mod json_string;
 pub(crate) mod logging;
 pub mod measurement;
 pub(crate) mod plugin_host;

@@ -29,7 +29,7 @@ use super::dry_run::{
 };
 use super::exit;
 use super::output::{print_columns, shorten};
-use super::{backtest_json, backtest_plot, backtest_releases};
+use super::{backtest_plot, backtest_releases};
 
 /// The default of `--max-checks`.
 pub(crate) const DEFAULT_MAX_CHECKS: u64 = 100_000;
@@ -656,8 +656,38 @@ fn print_table(o: &Outcome) {
     outln!("{}", summary(o));
 }
 
+/// `-o json`'s document. Every object's keys are in byte order, as in the measurement values
+/// (field order here, `json!` maps elsewhere): a script diffing two runs sees stable text.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct JsonDocument<'a> {
+    ended_at: String,
+    from: String,
+    message: &'a str,
+    metrics: Vec<serde_json::Value>,
+    phase: &'a str,
+    queries: serde_json::Value,
+    skipped: Vec<serde_json::Value>,
+    summary: String,
+    terminated_at_window_end: bool,
+    timeline: Vec<JsonLine<'a>>,
+    to: String,
+}
+
+/// One `timeline[]` entry of `-o json` (keys in byte order, as the document's).
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct JsonLine<'a> {
+    message: &'a str,
+    metric: &'a str,
+    phase: &'a str,
+    resume_at: Option<String>,
+    time: String,
+    value: &'a str,
+}
+
 fn print_json(o: &Outcome, args: &Window, backend: &Backend) {
-    let metrics: Vec<_> = o
+    let metrics = o
         .sim
         .metrics()
         .iter()
@@ -679,10 +709,10 @@ fn print_json(o: &Outcome, args: &Window, backend: &Backend) {
             })
         })
         .collect();
-    let timeline: Vec<backtest_json::Line<'_>> = o
+    let timeline = o
         .timeline
         .iter()
-        .map(|e| backtest_json::Line {
+        .map(|e| JsonLine {
             message: &e.measurement.message,
             metric: &e.metric,
             phase: e.measurement.phase.as_str(),
@@ -691,7 +721,7 @@ fn print_json(o: &Outcome, args: &Window, backend: &Backend) {
             value: &e.measurement.value,
         })
         .collect();
-    let skipped: Vec<_> = o
+    let skipped = o
         .skipped
         .iter()
         .map(|(name, provider)| json!({"name": name, "provider": provider, "phase": "Skipped"}))
@@ -703,24 +733,22 @@ fn print_json(o: &Outcome, args: &Window, backend: &Backend) {
         }
         _ => json!({"batched": false}),
     };
-    let head = json!({
-        "endedAt": rfc3339(o.ended_at),
-        "from": rfc3339(args.from),
-        "message": o.sim.message(),
-        "metrics": metrics,
-        "phase": o.sim.phase().as_str(),
-        "queries": queries,
-        "skipped": skipped,
-        "summary": summary(o),
-        "terminatedAtWindowEnd": o.terminated_at_end,
-        "to": rfc3339(args.to),
-    });
-    let serde_json::Value::Object(head) = head else {
-        return;
+    let document = JsonDocument {
+        ended_at: rfc3339(o.ended_at),
+        from: rfc3339(args.from),
+        message: o.sim.message(),
+        metrics,
+        phase: o.sim.phase().as_str(),
+        queries,
+        skipped,
+        summary: summary(o),
+        terminated_at_window_end: o.terminated_at_end,
+        timeline,
+        to: rfc3339(args.to),
     };
-    // Streamed in pieces, not built as one string: a week at 1m is 20,000 lines.
-    let mut out = std::io::stdout().lock();
-    if backtest_json::write(&mut out, &head, &timeline).is_ok() {
+    // Streamed through a buffer, not built as one string: a week at 1m is 20,000 lines.
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    if serde_json::to_writer_pretty(&mut out, &document).is_ok() {
         let _ = writeln!(out);
     }
     let _ = out.flush();

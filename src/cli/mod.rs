@@ -1,7 +1,6 @@
 //! The command line: argument parsing and the subcommands, thin over the engine.
 
 mod backtest;
-mod backtest_json;
 mod backtest_plot;
 mod backtest_releases;
 mod dashboard;

@@ -146,13 +146,7 @@ pub(crate) fn run(args: ServeArgs, log_level: &str) -> u8 {
     let filter = log_filter(log_level);
     // Held until the server has stopped: dropping it writes out the queued lines.
     let _log_writer =
-        match crate::logging::init_serve_logging(&filter, args.log_format == LogFormat::Json) {
-            Ok(guard) => guard,
-            Err(e) => {
-                eprintln!("rollgate serve: cannot start the log writer thread: {e}");
-                return 1;
-            }
-        };
+        crate::logging::init_serve_logging(&filter, args.log_format == LogFormat::Json);
     match execute(args) {
         Ok(()) => 0,
         Err(message) => {

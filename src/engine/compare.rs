@@ -312,25 +312,21 @@ pub(super) fn judge<T: serde::Serialize>(
     outcome: &T,
     message: String,
 ) -> Outcome {
-    // The text straight from the typed outcome (the same bytes as through a `Value` tree, which
-    // cost a fifth of a backtest); the tree only for shapes the writer does not mirror.
-    out.value = match super::sorted_json::to_string(outcome) {
-        Ok(text) => text,
-        Err(_) => match serde_json::to_value(outcome).and_then(|v| serde_json::to_string(&v)) {
-            Ok(text) => text,
-            Err(e) => return out.error(format!("compare: cannot encode the result: {e}")),
-        },
+    // Through serde_json's `Value`, whose objects are sorted maps: the measurement value a
+    // user reads (Argo's `value`, the backtest timeline, `successCondition`'s `result`) has
+    // every object's keys in byte order, whatever the field order of the stats' structs.
+    let json = match serde_json::to_value(outcome) {
+        Ok(json) => json,
+        Err(e) => return out.error(format!("compare: cannot encode the result: {e}")),
     };
+    out.value = json.to_string();
     let built_in = match verdict {
         Verdict::Worse => Phase::Failed,
         Verdict::NotWorse => Phase::Successful,
         Verdict::Undecided => Phase::Inconclusive,
     };
     // The conditions' `result`, built only when the metric has conditions to evaluate.
-    let condition_value = || match serde_json::to_value(outcome) {
-        Ok(json) => Value::from(&json),
-        Err(_) => Value::Nil,
-    };
+    let condition_value = || Value::from(&json);
     super::verdict::built_in_unless_conditions(out, metric, built_in, condition_value, message)
 }
 

@@ -36,7 +36,6 @@ pub(crate) mod result;
 pub mod rules;
 pub(crate) mod run;
 pub(crate) mod runs;
-mod sorted_json;
 mod verdict;
 mod wait;
 

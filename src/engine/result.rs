@@ -96,8 +96,8 @@ pub(crate) fn format_count(v: f64) -> String {
     // A whole number below 1e15 (checked above): exact as u64.
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     let whole = v.abs() as u64;
-    let mut buffer = itoa::Buffer::new();
-    let digits = buffer.format(whole).as_bytes();
+    let text = whole.to_string();
+    let digits = text.as_bytes();
     let mut out = String::with_capacity(digits.len() * 4 / 3 + 1);
     if v < 0.0 {
         out.push('-');

@@ -12,10 +12,6 @@ use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
 use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::EnvFilter;
 
-use crate::json_string;
-
-mod paced;
-
 /// The levels plugin mode accepts, most severe first.
 pub(crate) const LOG_LEVELS: [&str; 5] = ["error", "warn", "info", "debug", "trace"];
 
@@ -67,17 +63,19 @@ pub(crate) fn init_hclog_logging(filter: EnvFilter) {
         .try_init();
 }
 
-/// Keeps `serve`'s log writer thread running; dropping it writes out what is still buffered.
-pub(crate) type LogGuard = paced::Guard;
+/// Keeps `serve`'s log writer thread running; dropping it writes out what is still queued.
+pub(crate) type LogGuard = tracing_appender::non_blocking::WorkerGuard;
 
-/// Installs `serve`'s logging on stderr, hclog JSON lines or text, through [`paced`]'s
-/// writer: a request's worker only copies its line into a shared buffer, and a thread of its
-/// own writes it to stderr when 64 KiB have gathered or 10 ms after the first line waiting.
-/// Under load this turns one `write(2)` per access-log line into one per 64 KiB; no line is
-/// dropped (requests wait when 8 MiB are waiting). Hold the guard until the server has stopped.
-/// Fails only when the thread cannot be started.
-pub(crate) fn init_serve_logging(level: &str, json: bool) -> std::io::Result<LogGuard> {
-    let (writer, guard) = paced::start(std::io::stderr(), paced::Pacing::default())?;
+/// Installs `serve`'s logging on stderr, hclog JSON lines or text, through tracing-appender's
+/// non-blocking writer: a request's worker only queues its line, and a thread of its own
+/// writes it to stderr, so a slow reader of stderr does not stall the answer's worker. Not
+/// lossy: when 128,000 lines are waiting (a stderr nobody reads), requests wait instead of
+/// lines being dropped. Hold the guard until the server has stopped.
+pub(crate) fn init_serve_logging(level: &str, json: bool) -> LogGuard {
+    let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+        .lossy(false)
+        .thread_name("rollgate-log")
+        .finish(std::io::stderr());
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter(level))
         .with_writer(writer);
@@ -89,16 +87,21 @@ pub(crate) fn init_serve_logging(level: &str, json: bool) -> std::io::Result<Log
             .with_target(false)
             .try_init()
     };
-    Ok(guard)
+    guard
 }
 
 /// The hclog JSON line (without the newline) that reports a start-up failure at `error`:
 /// go-plugin hosts log a JSON line at its `@level`, and plain text only at debug (unless it
 /// starts with `[ERROR]`), so this is how a failure reaches the controller's log.
 pub(crate) fn startup_error_line(message: &str) -> String {
-    let mut escaped = Vec::with_capacity(message.len());
-    json_string::push_content(&mut escaped, message);
-    hclog_json("error", &escaped, "rollgate", &Utc::now(), b"")
+    HclogLine {
+        level: "error",
+        message,
+        timestamp: &Utc::now(),
+        module: "rollgate",
+        fields: &[],
+    }
+    .to_json()
 }
 
 /// Writes [`startup_error_line`] to stderr.
@@ -154,143 +157,107 @@ where
 }
 
 /// One event as an hclog JSON object (without the newline): the `@` keys, then the event's
-/// fields in their order (any starting with `@` dropped). Written straight into one buffer,
-/// without building a JSON tree: this runs for every access-log line.
+/// fields in their order (any starting with `@` dropped).
 fn hclog_line(event: &Event<'_>, now: &chrono::DateTime<Utc>) -> String {
     let meta = event.metadata();
-    let mut fields = JsonFields {
-        message: Vec::new(),
-        members: Vec::with_capacity(256),
-    };
+    let mut fields = JsonFields::default();
     event.record(&mut fields);
-    hclog_json(
-        hclog_level(meta.level()),
-        &fields.message,
-        meta.target(),
-        now,
-        &fields.members,
-    )
+    HclogLine {
+        level: hclog_level(meta.level()),
+        message: &fields.message,
+        timestamp: now,
+        module: meta.target(),
+        fields: &fields.fields,
+    }
+    .to_json()
 }
 
-/// An hclog JSON object: the `@` keys, then `members` (`,"name":value...`, JSON already).
-/// `message` is the content of a JSON string, escaped already.
-fn hclog_json(
-    level: &str,
-    message: &[u8],
-    module: &str,
-    now: &chrono::DateTime<Utc>,
-    members: &[u8],
-) -> String {
-    let mut line = Vec::with_capacity(160 + message.len() + members.len());
-    line.extend_from_slice(b"{\"@level\":");
-    json_string::push_quoted(&mut line, level);
-    // go-plugin's host type-asserts @message to a string: always send one.
-    line.extend_from_slice(b",\"@message\":\"");
-    line.extend_from_slice(message);
-    line.extend_from_slice(b"\",\"@timestamp\":\"");
-    line.extend_from_slice(now.to_rfc3339_opts(SecondsFormat::Micros, true).as_bytes());
-    line.extend_from_slice(b"\",\"@module\":");
-    json_string::push_quoted(&mut line, module);
-    line.extend_from_slice(members);
-    line.push(b'}');
-    // Only JSON-escaped strings and ASCII went in.
-    String::from_utf8(line).unwrap_or_default()
+/// An hclog JSON object. Its keys are written in this order (`@level`, `@message`,
+/// `@timestamp`, `@module`, then the event's fields as logged), not sorted: a person reading
+/// the log finds the level and message first.
+struct HclogLine<'a> {
+    level: &'a str,
+    /// go-plugin's host type-asserts `@message` to a string: always one, maybe empty.
+    message: &'a str,
+    timestamp: &'a chrono::DateTime<Utc>,
+    module: &'a str,
+    fields: &'a [(&'static str, serde_json::Value)],
 }
 
-/// Appends `value` as JSON.
-fn push_json<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
-    // Writing to a Vec cannot fail, and these values always serialize.
-    let _ = serde_json::to_writer(out, value);
+impl HclogLine<'_> {
+    fn to_json(&self) -> String {
+        // Strings, numbers and `Value`s always serialize.
+        serde_json::to_string(self).unwrap_or_default()
+    }
 }
 
+impl serde::Serialize for HclogLine<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(Some(4 + self.fields.len()))?;
+        map.serialize_entry("@level", self.level)?;
+        map.serialize_entry("@message", self.message)?;
+        // 2006-01-02T15:04:05.000000Z07:00, hclog's layout.
+        map.serialize_entry(
+            "@timestamp",
+            &self.timestamp.to_rfc3339_opts(SecondsFormat::Micros, true),
+        )?;
+        map.serialize_entry("@module", self.module)?;
+        for (name, value) in self.fields {
+            map.serialize_entry(name, value)?;
+        }
+        map.end()
+    }
+}
+
+/// An event's message and its other fields, as JSON values.
+#[derive(Default)]
 struct JsonFields {
-    /// The message, escaped as the content of a JSON string.
-    message: Vec<u8>,
-    /// `,"name":value` for every field but the message, JSON already.
-    members: Vec<u8>,
+    message: String,
+    fields: Vec<(&'static str, serde_json::Value)>,
 }
 
 impl JsonFields {
-    fn put<T: serde::Serialize + ?Sized>(&mut self, field: &Field, value: &T) {
-        if self.start(field) {
-            push_json(&mut self.members, value);
-        }
-    }
-
-    /// [`JsonFields::put`] for strings, without a serializer.
-    fn put_str(&mut self, field: &Field, value: &str) {
-        if self.start(field) {
-            json_string::push_quoted(&mut self.members, value);
-        }
-    }
-
-    /// Writes `,"name":` unless the field is dropped (names starting with `@`).
-    fn start(&mut self, field: &Field) -> bool {
+    /// Keeps a field, unless its name starts with `@` (hclog's own keys).
+    fn put(&mut self, field: &Field, value: serde_json::Value) {
         let name = field.name();
-        if name.starts_with('@') {
-            return false;
+        if !name.starts_with('@') {
+            self.fields.push((name, value));
         }
-        self.members.push(b',');
-        json_string::push_quoted(&mut self.members, name);
-        self.members.push(b':');
-        true
-    }
-}
-
-/// Appends what is written into it as the content of a JSON string (without the quotes).
-struct JsonStringContent<'a>(&'a mut Vec<u8>);
-
-impl fmt::Write for JsonStringContent<'_> {
-    fn write_str(&mut self, s: &str) -> fmt::Result {
-        json_string::push_content(self.0, s);
-        Ok(())
     }
 }
 
 impl Visit for JsonFields {
     fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        let text = format!("{value:?}");
         if field.name() == "message" {
-            self.message.clear();
-            let _ = fmt::write(
-                &mut JsonStringContent(&mut self.message),
-                format_args!("{value:?}"),
-            );
-            return;
+            self.message = text;
+        } else {
+            self.put(field, text.into());
         }
-        if !self.start(field) {
-            return;
-        }
-        // Formatted straight into the line, escaped on the way: no string of its own.
-        self.members.push(b'"');
-        let _ = fmt::write(
-            &mut JsonStringContent(&mut self.members),
-            format_args!("{value:?}"),
-        );
-        self.members.push(b'"');
     }
     fn record_str(&mut self, field: &Field, value: &str) {
         if field.name() == "message" {
-            self.message.clear();
-            json_string::push_content(&mut self.message, value);
+            self.message = value.to_string();
         } else {
-            self.put_str(field, value);
+            self.put(field, value.into());
         }
     }
     fn record_i64(&mut self, field: &Field, value: i64) {
-        self.put(field, &value);
+        self.put(field, value.into());
     }
     fn record_u64(&mut self, field: &Field, value: u64) {
-        self.put(field, &value);
+        self.put(field, value.into());
     }
     fn record_f64(&mut self, field: &Field, value: f64) {
-        // serde_json writes NaN and the infinities as null.
-        self.put(field, &value);
+        // NaN and the infinities are not JSON numbers: serde_json makes them null.
+        self.put(field, value.into());
     }
     fn record_bool(&mut self, field: &Field, value: bool) {
-        self.put(field, &value);
+        self.put(field, value.into());
     }
     fn record_error(&mut self, field: &Field, value: &(dyn std::error::Error + 'static)) {
-        self.put_str(field, &value.to_string());
+        self.put(field, value.to_string().into());
     }
 }
 
@@ -339,6 +306,21 @@ mod tests {
         assert_eq!(odd["ratio"], Value::Null, "NaN is not JSON");
         assert_eq!(odd["ok"], true);
         assert_eq!(odd["@message"], "with odd values");
+        // hclog's keys first, then the fields in the order they were logged.
+        assert!(
+            lines[0].starts_with(
+                r#"{"@level":"warn","@message":"query \"failed\"\nretrying","@timestamp":"#
+            ),
+            "{}",
+            lines[0]
+        );
+        assert!(
+            lines[0].contains(
+                r#""@module":"rollgate::logging::tests","metric":"error-rate","count":3,"detail":"#
+            ),
+            "{}",
+            lines[0]
+        );
         let v: Value = serde_json::from_str(lines[0]).unwrap();
         assert_eq!(v["@level"], "warn");
         assert_eq!(v["@message"], "query \"failed\"\nretrying");
@@ -350,21 +332,6 @@ mod tests {
         assert_eq!(ts.len(), "2006-01-02T15:04:05.000000Z".len(), "{ts}");
         assert!(ts.ends_with('Z'));
         assert!(chrono::DateTime::parse_from_rfc3339(ts).is_ok());
-    }
-
-    proptest::proptest! {
-        #[test]
-        fn formatted_fields_are_json_strings_whatever_they_hold(text in "\\PC*|[\\x00-\\x7f]*") {
-            let mut out = vec![b'"'];
-            let _ = fmt::write(&mut JsonStringContent(&mut out), format_args!("{text}"));
-            out.push(b'"');
-            let back: String = serde_json::from_slice(&out).unwrap();
-            proptest::prop_assert_eq!(&back, &text);
-            // Names and string values take the direct way: the same JSON.
-            let mut direct = Vec::new();
-            json_string::push_quoted(&mut direct, &text);
-            proptest::prop_assert_eq!(direct, out);
-        }
     }
 
     #[test]

@@ -142,7 +142,6 @@ impl Server {
                 seen,
             ));
         }
-        let anchor = tokio::spawn(hold_the_timer_wheel_near());
         let graceful = GracefulShutdown::new();
         let header_timeout = self.state.settings.request_timeout;
         tokio::pin!(shutdown);
@@ -172,7 +171,6 @@ impl Server {
             }
         };
         self.state.start_shutdown();
-        anchor.abort();
         drop(self.listener);
         let in_flight = graceful.count();
         tracing::info!(
@@ -189,26 +187,6 @@ impl Server {
             ),
         }
         Ok(())
-    }
-}
-
-/// How far ahead the timer driver's next wake-up is held at most (see
-/// [`hold_the_timer_wheel_near`]).
-const TIMER_ANCHOR_PERIOD: Duration = Duration::from_millis(250);
-
-/// A timer that fires every [`TIMER_ANCHOR_PERIOD`] and does nothing else. Every check sets
-/// timers seconds ahead (the header, body and backstop timeouts, the deadline, one per
-/// Prometheus query); tokio's timer (1.54 `runtime/time/mod.rs`, `reregister`) wakes its
-/// driver thread with an `eventfd` write whenever a new timer is due before the driver's next
-/// planned wake-up, which with no timer pending is every time: about three cross-thread
-/// wake-ups per check, on the worker that is busy answering it. With this timer always due
-/// within 250 ms, the check's timers are later than the planned wake-up and are only put in
-/// the wheel. Four wake-ups a second instead of three per check.
-async fn hold_the_timer_wheel_near() {
-    let mut ticks = tokio::time::interval(TIMER_ANCHOR_PERIOD);
-    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        ticks.tick().await;
     }
 }
 

@@ -95,10 +95,9 @@ impl TemplateSet {
             return Some(Err(e));
         }
         let mut key = CacheKey::with_capacity(64);
-        let mut length = itoa::Buffer::new();
         for piece in std::iter::once(name).chain(kept.iter().flat_map(|(k, v)| [*k, *v])) {
             // Length-prefixed, so no two argument lists make the same key.
-            key.push_str(length.format(piece.len()));
+            key.push_str(&piece.len().to_string());
             key.push(':');
             key.push_str(piece);
         }

@@ -45,31 +45,13 @@ impl ServeProcess {
         Self::try_start_bin(crate::support::rollgate_bin(), args, env)
     }
 
-    /// Like `try_start`, with another rollgate binary (a benchmark's baseline build).
+    /// Like `try_start`, with another rollgate binary.
     pub fn try_start_bin(
         bin: &str,
         args: &[&str],
         env: &[(&str, &str)],
     ) -> Result<ServeProcess, (Option<ExitStatus>, Vec<String>)> {
-        Self::try_start_under(&[], bin, args, env)
-    }
-
-    /// Like `try_start_bin`, run by `wrapper` (a program and its arguments, e.g. valgrind)
-    /// when that is not empty.
-    pub fn try_start_under(
-        wrapper: &[&str],
-        bin: &str,
-        args: &[&str],
-        env: &[(&str, &str)],
-    ) -> Result<ServeProcess, (Option<ExitStatus>, Vec<String>)> {
-        let mut cmd = match wrapper {
-            [program, wrapper_args @ ..] => {
-                let mut cmd = Command::new(program);
-                cmd.args(wrapper_args).arg(bin);
-                cmd
-            }
-            [] => Command::new(bin),
-        };
+        let mut cmd = Command::new(bin);
         cmd.arg("serve")
             .arg("--listen")
             .arg("127.0.0.1:0")
