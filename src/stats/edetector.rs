@@ -106,6 +106,21 @@ pub struct EDetectorOutcome {
     /// The check's run clock (time since the run began), when the caller knows it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub elapsed: Option<String>,
+    /// The histogram form's latency bounds that define a "bad" request in the latest cell
+    /// (the ratio form counts its own bad events and has none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bounds: Option<LatencyBounds>,
+}
+
+/// Which requests count as slow on each side, in seconds: the canary's above `canary`, stable's
+/// above `stable`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LatencyBounds {
+    /// The canary's bound.
+    pub canary: f64,
+    /// Stable's bound.
+    pub stable: f64,
 }
 
 /// Counts of one stretch of cells.
@@ -282,6 +297,23 @@ impl EDetector {
     /// Reads the next interval's counts. A cell with no events on a side carries no evidence
     /// but still counts as a start.
     pub fn push(&mut self, cell: RatioInput) {
+        self.push_with(cell, None);
+    }
+
+    /// As [`EDetector::push`], with stable's rate for the alternative estimated by the caller
+    /// (from cells before this one: it must not depend on this cell's counts) when the meaning of
+    /// "bad" changes between cells; `None` estimates it from the previous cells' counts.
+    pub fn push_with(&mut self, cell: RatioInput, stable_rate: Option<f64>) {
+        self.push_inner(cell, stable_rate, true);
+    }
+
+    /// Reads a cell that carries no evidence (no estimate could be fixed before it), counting its
+    /// events and its start.
+    pub fn push_without_evidence(&mut self, cell: RatioInput) {
+        self.push_inner(cell, None, false);
+    }
+
+    fn push_inner(&mut self, cell: RatioInput, stable_rate: Option<f64>, evidence: bool) {
         let k = self.cells;
         let cost = Self::start_cost(k);
         // A regression may start at this cell: its product begins at 1 here.
@@ -298,8 +330,10 @@ impl EDetector {
             stable_bad: cell.stable_bad.min(cell.stable_total),
             ..cell
         };
-        if cell.canary_total > 0 && cell.stable_total > 0 {
-            let p_s = self.stable_estimate();
+        if evidence && cell.canary_total > 0 && cell.stable_total > 0 {
+            let p_s = stable_rate
+                .filter(|p| p.is_finite())
+                .map_or_else(|| self.stable_estimate(), |p| p.clamp(1e-6, 1.0 - 1e-6));
             let bound = self.tolerance.bound(p_s);
             let null = healthy_max_ll(&cell, self.tolerance);
             let (xc, nc, xs, ns) = (
@@ -384,6 +418,7 @@ impl EDetector {
             total: RatioCounts::from_array(self.totals),
             alternative,
             elapsed: None,
+            bounds: None,
         }
     }
 }
@@ -392,6 +427,17 @@ impl EDetectorOutcome {
     /// One sentence: the evidence so far against the threshold it must cross.
     pub fn message(&self, what: &str) -> String {
         let s = &self.since;
+        let bounds;
+        let what = match self.bounds {
+            Some(b) => {
+                bounds = format!(
+                    "of requests slower than {} s (canary) and {} s (stable)",
+                    b.canary, b.stable
+                );
+                bounds.as_str()
+            }
+            None => what,
+        };
         let rates = format!(
             "canary {} vs stable {} {what} over the last {} interval{}",
             super::format::percent(s.canary_rate()),
