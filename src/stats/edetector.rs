@@ -30,6 +30,20 @@ use super::StatsError;
 /// Canary rates of the alternatives, as multiples of the highest healthy rate `t(p̃)`.
 const LAMBDAS: [f64; 6] = [1.25, 1.5, 2.0, 3.0, 5.0, 10.0];
 
+/// The alternatives' values, for callers that compute their own e-values (one track each): the
+/// histogram form uses them as odds ratios.
+pub(crate) const ALTERNATIVES: [f64; 6] = LAMBDAS;
+
+/// Where a cell's evidence comes from.
+enum Evidence<'a> {
+    /// The binomial likelihood ratio against the tolerance.
+    Binomial,
+    /// Computed by the caller, per alternative.
+    Given(&'a [f64; 6]),
+    /// None: the cell only counts as a start.
+    None,
+}
+
 /// Cells whose stable counts estimate `p̃` for the next cell.
 const STABLE_CELLS: usize = 10;
 
@@ -297,23 +311,23 @@ impl EDetector {
     /// Reads the next interval's counts. A cell with no events on a side carries no evidence
     /// but still counts as a start.
     pub fn push(&mut self, cell: RatioInput) {
-        self.push_with(cell, None);
+        self.push_inner(cell, Evidence::Binomial);
     }
 
-    /// As [`EDetector::push`], with stable's rate for the alternative estimated by the caller
-    /// (from cells before this one: it must not depend on this cell's counts) when the meaning of
-    /// "bad" changes between cells; `None` estimates it from the previous cells' counts.
-    pub fn push_with(&mut self, cell: RatioInput, stable_rate: Option<f64>) {
-        self.push_inner(cell, stable_rate, true);
+    /// As [`EDetector::push`], with the cell's log e-value for each alternative (in the order of
+    /// [`ALTERNATIVES`]) computed by the caller, who must make each one's expectation given the
+    /// past at most 1 under the null. `cell` gives the counts the outcome reports.
+    pub fn push_evidence(&mut self, cell: RatioInput, log_e: &[f64; ALTERNATIVES.len()]) {
+        self.push_inner(cell, Evidence::Given(log_e));
     }
 
     /// Reads a cell that carries no evidence (no estimate could be fixed before it), counting its
     /// events and its start.
     pub fn push_without_evidence(&mut self, cell: RatioInput) {
-        self.push_inner(cell, None, false);
+        self.push_inner(cell, Evidence::None);
     }
 
-    fn push_inner(&mut self, cell: RatioInput, stable_rate: Option<f64>, evidence: bool) {
+    fn push_inner(&mut self, cell: RatioInput, evidence: Evidence<'_>) {
         let k = self.cells;
         let cost = Self::start_cost(k);
         // A regression may start at this cell: its product begins at 1 here.
@@ -330,10 +344,17 @@ impl EDetector {
             stable_bad: cell.stable_bad.min(cell.stable_total),
             ..cell
         };
-        if evidence && cell.canary_total > 0 && cell.stable_total > 0 {
-            let p_s = stable_rate
-                .filter(|p| p.is_finite())
-                .map_or_else(|| self.stable_estimate(), |p| p.clamp(1e-6, 1.0 - 1e-6));
+        if let Evidence::Given(log_e) = evidence {
+            for (t, e) in self.tracks.iter_mut().zip(log_e) {
+                if e.is_finite() {
+                    t.sum += e;
+                }
+            }
+        } else if matches!(evidence, Evidence::Binomial)
+            && cell.canary_total > 0
+            && cell.stable_total > 0
+        {
+            let p_s = self.stable_estimate();
             let bound = self.tolerance.bound(p_s);
             let null = healthy_max_ll(&cell, self.tolerance);
             let (xc, nc, xs, ns) = (

@@ -6,8 +6,17 @@
 //! `x`. For two bucket bounds with `b_c >= (1 + r) b_s` it gives
 //! `P(C > b_c) <= P(C > (1 + r) b_s) <= P(S > b_s)`, and the bucket counts give the number of
 //! requests above each bound exactly. So "canary requests above `b_c`" against "stable requests
-//! above `b_s`" is a ratio-form comparison with no tolerance left (`p_c <= p_s`), whose cell
-//! e-values need no assumption inside buckets. The rank test of the fixed-count form
+//! above `b_s`" is a comparison of two rates with no tolerance left (`p_c <= p_s`), which
+//! needs no assumption inside buckets.
+//!
+//! **The cell's e-value is conditional** (Fisher's): given the cell's total of slow requests
+//! `m = x_c + x_s`, the canary's share `x_c` follows Fisher's noncentral hypergeometric
+//! distribution with the odds ratio `ψ` of the two rates, whatever the rates themselves are. The
+//! e-value is its likelihood at an alternative `ψ > 1` over that at `ψ = 1`; under the null
+//! (`ψ <= 1`) the distribution is stochastically smaller and the ratio increases with `x_c`, so
+//! its expectation is at most 1. Stable's share above its bound moves with the load from minute
+//! to minute (a busy minute slows both sides); conditioning removes it, where an alternative
+//! fixed from the previous minutes' share would pay for every minute it guessed wrong. The rank test of the fixed-count form
 //! interpolates within buckets when `r > 0`; a bias from that guess is harmless for ten checks
 //! but would, over an unlimited run, eventually fail a healthy canary, so it is not used here.
 //!
@@ -26,7 +35,9 @@
 use std::collections::VecDeque;
 
 use super::buckets::{format_le, Buckets};
-use super::edetector::{EDetector, EDetectorOutcome, LatencyBounds, Tolerance};
+use statrs::function::gamma::ln_gamma;
+
+use super::edetector::{EDetector, EDetectorOutcome, LatencyBounds, Tolerance, ALTERNATIVES};
 use super::histogram::HistogramError;
 use super::ratio::RatioInput;
 use super::StatsError;
@@ -136,7 +147,7 @@ impl HistogramDetector {
             });
         } else {
             match self.choose() {
-                Some((pair, rate)) => {
+                Some(pair) => {
                     self.latest = Some(pair);
                     let cell = RatioInput {
                         canary_bad: canary.above(pair.canary).unwrap_or(0),
@@ -144,7 +155,7 @@ impl HistogramDetector {
                         stable_bad: stable.above(pair.stable).unwrap_or(0),
                         stable_total: stable.total(),
                     };
-                    self.detector.push_with(cell, Some(rate));
+                    self.detector.push_evidence(cell, &conditional_log_e(&cell));
                 }
                 None => self.detector.push_without_evidence(RatioInput {
                     canary_bad: 0,
@@ -161,11 +172,10 @@ impl HistogramDetector {
         Ok(())
     }
 
-    /// The bounds for the next cell and stable's estimated share above its bound, from the
-    /// previous cells only; `None` before any stable request was seen or when no pair of
-    /// bounds is far enough apart.
+    /// The bounds for the next cell, from the previous cells only; `None` before any stable
+    /// request was seen or when no pair of bounds is far enough apart.
     #[allow(clippy::cast_precision_loss)]
-    fn choose(&self) -> Option<(LatencyBounds, f64)> {
+    fn choose(&self) -> Option<LatencyBounds> {
         let mut counts = vec![0u64; self.bounds.len() + 1];
         for cell in &self.history {
             for (sum, c) in counts.iter_mut().zip(cell) {
@@ -176,7 +186,7 @@ impl HistogramDetector {
         if total == 0 {
             return None;
         }
-        let mut best: Option<(LatencyBounds, f64, f64)> = None;
+        let mut best: Option<(LatencyBounds, f64)> = None;
         let mut above = total;
         for (i, b_s) in self.bounds.iter().copied().enumerate() {
             above -= counts[i];
@@ -186,18 +196,17 @@ impl HistogramDetector {
             };
             let share = (above as f64 + 0.5) / (total as f64 + 1.0);
             let distance = (share - TARGET_SHARE).abs();
-            if best.is_none_or(|(_, _, d)| distance < d) {
+            if best.is_none_or(|(_, d)| distance < d) {
                 best = Some((
                     LatencyBounds {
                         canary: b_c,
                         stable: b_s,
                     },
-                    share,
                     distance,
                 ));
             }
         }
-        best.map(|(pair, share, _)| (pair, share))
+        best.map(|(pair, _)| pair)
     }
 
     /// Requests seen on each side (canary, stable) over every cell read.
@@ -214,6 +223,73 @@ impl HistogramDetector {
     }
 }
 
+/// Terms below the largest by this many nats are left out of a sum (e^-50 of it).
+const SUM_CUTOFF: f64 = 50.0;
+
+/// The cell's log e-value for each odds ratio of [`ALTERNATIVES`]: `x_c ln ψ − ln S(ψ) + ln S(1)`
+/// with `S(ψ) = Σ_y C(n_c, y) C(n_s, m − y) ψ^y` over the support.
+#[allow(clippy::cast_precision_loss)]
+fn conditional_log_e(cell: &RatioInput) -> [f64; ALTERNATIVES.len()] {
+    let (nc, ns) = (cell.canary_total, cell.stable_total);
+    let m = cell.canary_bad.saturating_add(cell.stable_bad);
+    let mut out = [0.0; ALTERNATIVES.len()];
+    if nc == 0 || ns == 0 || m == 0 || m >= nc.saturating_add(ns) {
+        // One possible table: no information.
+        return out;
+    }
+    let (lo, hi) = (m.saturating_sub(ns), m.min(nc));
+    let base = log_sum(nc, ns, m, lo, hi, 0.0);
+    let xc = cell.canary_bad as f64;
+    for (e, psi) in out.iter_mut().zip(ALTERNATIVES) {
+        let ln_psi = psi.ln();
+        *e = xc * ln_psi - log_sum(nc, ns, m, lo, hi, ln_psi) + base;
+    }
+    out
+}
+
+/// `ln Σ_{y=lo..=hi} C(nc, y) C(ns, m − y) e^{y ln_psi}`, summed outward from the largest term
+/// (the terms are log-concave in `y`) until they fall `SUM_CUTOFF` nats below it.
+#[allow(clippy::cast_precision_loss)]
+fn log_sum(nc: u64, ns: u64, m: u64, lo: u64, hi: u64, ln_psi: f64) -> f64 {
+    let (ncf, nsf, mf) = (nc as f64, ns as f64, m as f64);
+    // ln(term(y + 1) / term(y)), decreasing in y.
+    let step = |y: f64| ((ncf - y) * (mf - y) / ((y + 1.0) * (nsf - mf + y + 1.0))).ln() + ln_psi;
+    // The mode: the first y whose step is <= 0.
+    let (mut a, mut b) = (lo, hi);
+    while a < b {
+        let mid = a + (b - a) / 2;
+        if step(mid as f64) > 0.0 {
+            a = mid + 1;
+        } else {
+            b = mid;
+        }
+    }
+    let mode = a;
+    let ln_choose = |n: f64, k: f64| ln_gamma(n + 1.0) - ln_gamma(k + 1.0) - ln_gamma(n - k + 1.0);
+    let top = ln_choose(ncf, mode as f64) + ln_choose(nsf, mf - mode as f64) + mode as f64 * ln_psi;
+    let mut sum = 1.0;
+    let mut t = 0.0;
+    let mut y = mode;
+    while y < hi {
+        t += step(y as f64);
+        y += 1;
+        if t < -SUM_CUTOFF {
+            break;
+        }
+        sum += t.exp();
+    }
+    let (mut t, mut y) = (0.0, mode);
+    while y > lo {
+        t -= step((y - 1) as f64);
+        y -= 1;
+        if t < -SUM_CUTOFF {
+            break;
+        }
+        sum += t.exp();
+    }
+    top + sum.ln()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -226,6 +302,37 @@ mod tests {
         #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
         let counts = shares.iter().map(|s| (s * n as f64).round() as u64).collect();
         Buckets::from_counts(BOUNDS.to_vec(), counts).unwrap()
+    }
+
+    #[test]
+    fn the_conditional_e_value_matches_a_direct_sum_and_is_fair_at_equal_odds() {
+        let cell = RatioInput {
+            canary_bad: 7,
+            canary_total: 20,
+            stable_bad: 9,
+            stable_total: 30,
+        };
+        let e = conditional_log_e(&cell);
+        let choose = |n: u64, k: u64| -> f64 { (0..k).map(|i| (n - i) as f64 / (i + 1) as f64).product() };
+        let s = |psi: f64| -> f64 {
+            (0..=16u64)
+                .map(|y| choose(20, y) * choose(30, 16 - y) * psi.powf(y as f64))
+                .sum()
+        };
+        for (got, psi) in e.iter().zip(ALTERNATIVES) {
+            let want = 7.0 * psi.ln() - s(psi).ln() + s(1.0).ln();
+            assert!((got - want).abs() < 1e-9, "{psi}: {got} vs {want}");
+        }
+        // Under equal odds the e-value's expectation over the table is exactly 1.
+        for psi in ALTERNATIVES {
+            let mean: f64 = (0..=16u64)
+                .map(|y| {
+                    let p = choose(20, y) * choose(30, 16 - y) / s(1.0);
+                    p * (y as f64 * psi.ln() - s(psi).ln() + s(1.0).ln()).exp()
+                })
+                .sum();
+            assert!((mean - 1.0).abs() < 1e-9, "{psi}: {mean}");
+        }
     }
 
     #[test]
