@@ -25,7 +25,9 @@ fn share(k: usize, runs: usize) -> String {
 
 /// The histogram form's open-ended table.
 fn histogram_table(runs: usize) {
-    println!("Open-ended histogram form (no count), e-detector on slow-request counts; confidence 0.95,");
+    println!(
+        "Open-ended histogram form (no count), e-detector on slow-request counts; confidence 0.95,"
+    );
     println!("maxIncrease 0.1, 100 vs 900 requests a minute, log-normal latency (median 0.1 s, log sd 0.5)");
     println!("times AR(1) load factors (shared sd 0.2, own 0.02, correlation 0.8 a minute); {runs} runs per row;");
     println!("[Wilson 95 % interval].\n");

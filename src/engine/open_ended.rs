@@ -144,7 +144,10 @@ fn per_cell_le(data: &QueryData) -> HashMap<i64, Vec<(Option<String>, f64)>> {
     let mut add = |le: Option<&str>, t: f64, v: f64| {
         #[allow(clippy::cast_possible_truncation)]
         let t = t.round() as i64;
-        cells.entry(t).or_default().push((le.map(str::to_string), v));
+        cells
+            .entry(t)
+            .or_default()
+            .push((le.map(str::to_string), v));
     };
     match data {
         QueryData::Scalar(_) => {}
@@ -169,8 +172,7 @@ fn cell_buckets(
     side: &'static str,
     pairs: Option<&Vec<(Option<String>, f64)>>,
 ) -> Result<Option<Buckets>, String> {
-    let Some(pairs) = pairs.filter(|p| !p.is_empty() && p.iter().all(|(_, v)| !v.is_nan()))
-    else {
+    let Some(pairs) = pairs.filter(|p| !p.is_empty() && p.iter().all(|(_, v)| !v.is_nan())) else {
         return Ok(None);
     };
     let series: Vec<(Option<&str>, f64)> =
@@ -192,7 +194,9 @@ impl Engine {
         g: i64,
     ) -> Result<std::collections::VecDeque<(i64, Cell)>, String> {
         if let [canary, stable] = cells_q {
-            return self.read_bucket_cells(cx, [canary, stable], from, to, g).await;
+            return self
+                .read_bucket_cells(cx, [canary, stable], from, to, g)
+                .await;
         }
         let counts = self.read_count_cells(cx, cells_q, from, to, g).await?;
         Ok(counts
@@ -229,8 +233,14 @@ impl Engine {
             self.query(config, &c, opts.deadline),
             self.query(config, &s, opts.deadline),
         );
-        let c = per_cell_le(&c.map_err(|e| format!("compare.histogram.canary failed: {e}"))?.data);
-        let s = per_cell_le(&s.map_err(|e| format!("compare.histogram.stable failed: {e}"))?.data);
+        let c = per_cell_le(
+            &c.map_err(|e| format!("compare.histogram.canary failed: {e}"))?
+                .data,
+        );
+        let s = per_cell_le(
+            &s.map_err(|e| format!("compare.histogram.stable failed: {e}"))?
+                .data,
+        );
         let mut cells = std::collections::VecDeque::new();
         let mut t = from;
         while t <= to {

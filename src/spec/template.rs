@@ -496,7 +496,8 @@ impl Metric {
 /// the forms that cannot have one are refused here rather than measured by a gate that would
 /// quietly stop being able to fail.
 fn open_ended_problem(metric: &Metric, path: &str) -> Result<(), SpecError> {
-    let open = metric.interval.is_some_and(|i| !i.is_zero()) && matches!(metric.count, None | Some(0));
+    let open =
+        metric.interval.is_some_and(|i| !i.is_zero()) && matches!(metric.count, None | Some(0));
     let Provider::Rollgate(spec) = &metric.provider else {
         return Ok(());
     };

@@ -300,7 +300,10 @@ mod tests {
     /// Buckets of `n` requests with the given shares per bucket (the last is `+Inf`).
     fn side(n: u64, shares: [f64; 7]) -> Buckets {
         #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-        let counts = shares.iter().map(|s| (s * n as f64).round() as u64).collect();
+        let counts = shares
+            .iter()
+            .map(|s| (s * n as f64).round() as u64)
+            .collect();
         Buckets::from_counts(BOUNDS.to_vec(), counts).unwrap()
     }
 
@@ -313,7 +316,8 @@ mod tests {
             stable_total: 30,
         };
         let e = conditional_log_e(&cell);
-        let choose = |n: u64, k: u64| -> f64 { (0..k).map(|i| (n - i) as f64 / (i + 1) as f64).product() };
+        let choose =
+            |n: u64, k: u64| -> f64 { (0..k).map(|i| (n - i) as f64 / (i + 1) as f64).product() };
         let s = |psi: f64| -> f64 {
             (0..=16u64)
                 .map(|y| choose(20, y) * choose(30, 16 - y) * psi.powf(y as f64))
@@ -365,7 +369,11 @@ mod tests {
         assert_eq!(healthy.outcome().verdict, Verdict::NotWorse);
         let o = worse.outcome();
         assert_eq!(o.verdict, Verdict::Worse, "{o:?}");
-        assert!(o.message("").contains("slower than 0.125 s (canary)"), "{}", o.message(""));
+        assert!(
+            o.message("").contains("slower than 0.125 s (canary)"),
+            "{}",
+            o.message("")
+        );
         assert_eq!(worse.requests(), (20_000, 180_000));
     }
 

@@ -43,12 +43,12 @@ pub use distribution::{
     DistOutcome, SampleSummary, ShiftInterval,
 };
 pub use edetector::{EDetector, EDetectorOutcome, LatencyBounds, RatioCounts, Tolerance};
-pub use histogram_edetector::HistogramDetector;
 pub use error::StatsError;
 pub use fisher::fisher_exact_one_sided;
 pub use histogram::{
     compare_histograms, HistogramError, HistogramOptions, HistogramOutcome, RankTest,
 };
+pub use histogram_edetector::HistogramDetector;
 pub use histogram_simulation::{
     histogram_scenarios, simulate_histogram, HistogramScenario, DEFAULT_BUCKETS,
 };
