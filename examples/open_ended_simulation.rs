@@ -2,11 +2,61 @@
 //! e-detector over per-interval counts.
 //!
 //! `cargo run --release --example open_ended_simulation [-- --runs N]` (default 1,000 runs per
-//! scenario; each healthy run is 10,000 checks).
+//! scenario; each healthy run is 10,000 checks). `-- --histogram` prints only the histogram
+//! form's table (`tests/support/open_ended_histogram.rs`), `-- --ratio` only the ratio form's.
 
 #![allow(clippy::unwrap_used, clippy::cast_precision_loss)]
 
 use rollgate::stats::{open_ended_scenarios, simulate_open_ended, wilson, StatsError};
+
+#[allow(dead_code, clippy::expect_used, unreachable_pub)]
+#[path = "../tests/support/open_ended_histogram.rs"]
+mod histogram_sim;
+
+fn share(k: usize, runs: usize) -> String {
+    let (lo, hi) = wilson(k, runs);
+    format!(
+        "{:.2} % [{:.2}, {:.2}]",
+        100.0 * k as f64 / runs as f64,
+        100.0 * lo,
+        100.0 * hi
+    )
+}
+
+/// The histogram form's open-ended table.
+fn histogram_table(runs: usize) {
+    println!(
+        "Open-ended histogram form (no count), e-detector on slow-request counts; confidence 0.95,"
+    );
+    println!("maxIncrease 0.1, 100 vs 900 requests a minute, log-normal latency (median 0.1 s, log sd 0.5)");
+    println!("times AR(1) load factors (shared sd 0.2, own 0.02, correlation 0.8 a minute); {runs} runs per row;");
+    println!("[Wilson 95 % interval].\n");
+    println!("| scenario | false failures | failed within 15 / 30 / 60 checks of the onset | median delay |");
+    println!("|---|---|---|---|");
+    for (i, s) in histogram_sim::scenarios().iter().enumerate() {
+        let started = std::time::Instant::now();
+        let row = histogram_sim::simulate(s, runs, 20_261_205 + i as u64);
+        let detection = if s.onset.is_some() {
+            format!(
+                "{} / {} / {}",
+                share(row.within(15), runs),
+                share(row.within(30), runs),
+                share(row.within(60), runs)
+            )
+        } else {
+            "-".into()
+        };
+        let median = row
+            .median_delay()
+            .map_or_else(|| "-".into(), |d| d.to_string());
+        println!(
+            "| {} | {} | {detection} | {median} |",
+            s.name,
+            share(row.failed_early, runs)
+        );
+        eprintln!("  ({} in {:.1} s)", s.name, started.elapsed().as_secs_f64());
+    }
+}
 
 fn main() -> Result<(), StatsError> {
     let args: Vec<String> = std::env::args().collect();
@@ -16,6 +66,10 @@ fn main() -> Result<(), StatsError> {
         .and_then(|i| args.get(i + 1))
         .and_then(|v| v.parse().ok())
         .unwrap_or(1_000usize);
+    if args.iter().any(|a| a == "--histogram") {
+        histogram_table(runs);
+        return Ok(());
+    }
     println!("Open-ended ratio form (no count), e-detector; confidence 0.95, maxIncrease 0.2,");
     println!("margin 0.001, 2,000 requests per side per 1-minute interval; {runs} runs per row;");
     println!("[Wilson 95 % interval].\n");
@@ -24,15 +78,7 @@ fn main() -> Result<(), StatsError> {
     for (i, s) in open_ended_scenarios().iter().enumerate() {
         let started = std::time::Instant::now();
         let row = simulate_open_ended(s, runs, 20_240_601 + i as u64)?;
-        let share = |k: usize| {
-            let (lo, hi) = wilson(k, runs);
-            format!(
-                "{:.2} % [{:.2}, {:.2}]",
-                100.0 * k as f64 / runs as f64,
-                100.0 * lo,
-                100.0 * hi
-            )
-        };
+        let share = |k: usize| share(k, runs);
         let detection = if s.onset.is_some() {
             format!(
                 "{} / {} / {}",
@@ -52,6 +98,10 @@ fn main() -> Result<(), StatsError> {
             share(row.failed_early)
         );
         eprintln!("  ({} in {:.1} s)", s.name, started.elapsed().as_secs_f64());
+    }
+    if !args.iter().any(|a| a == "--ratio") {
+        println!();
+        histogram_table(runs);
     }
     Ok(())
 }

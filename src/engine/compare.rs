@@ -48,8 +48,15 @@ impl Engine {
                 margin,
                 min_requests,
             } => {
+                let queries = [
+                    canary.bad.as_str(),
+                    canary.total.as_str(),
+                    stable.bad.as_str(),
+                    stable.total.as_str(),
+                ];
+                let form = super::open_ended::OpenForm::Ratio { margin: *margin };
                 let mut out = match self
-                    .measure_open_ended(out, cx, spec, [canary, stable], *margin, *min_requests)
+                    .measure_open_ended(out, cx, spec, &queries, form, *min_requests)
                     .await
                 {
                     Ok(done) => return done,

@@ -30,12 +30,30 @@ impl Engine {
     /// Measures a histogram-form compare metric; `out` already carries the check's metadata.
     pub(super) async fn measure_histogram(
         &self,
-        mut out: Outcome,
+        out: Outcome,
         cx: &Ctx<'_>,
         spec: &CompareSpec,
         form: HistogramQueries<'_>,
         look: Look,
     ) -> Outcome {
+        let open = super::open_ended::OpenForm::Histogram {
+            threshold: form.threshold,
+            margin: form.margin,
+        };
+        let mut out = match self
+            .measure_open_ended(
+                out,
+                cx,
+                spec,
+                &[form.canary, form.stable],
+                open,
+                form.min_requests.max(1),
+            )
+            .await
+        {
+            Ok(done) => return done,
+            Err(out) => out,
+        };
         let (metric, no_data, config, opts) = (cx.metric, cx.no_data, cx.config, cx.opts);
         let (c, s) = futures::join!(
             self.instant(config, form.canary, opts),

@@ -1,5 +1,6 @@
-//! Open-ended `compare` runs (no `count`) of the ratio form: the e-detector of
-//! [`crate::stats::EDetector`] over each interval's own counts.
+//! Open-ended `compare` runs (no `count`) of the ratio and histogram forms: the e-detectors of
+//! [`crate::stats::EDetector`] and [`crate::stats::HistogramDetector`] over each interval's own
+//! counts (ratio) or bucket counts (histogram).
 //!
 //! The counts of each interval ("cell") come from the metric's own queries with their window
 //! set to the interval: `[[run.elapsed]]`, or the one range the queries use, becomes the
@@ -19,10 +20,11 @@ use chrono::{DateTime, TimeZone, Utc};
 
 use crate::measurement::Phase;
 use crate::prometheus::{QueryData, QueryRequest};
-use crate::spec::{CompareSpec, RatioQueries};
-use crate::stats::{EDetector, RatioInput, Tolerance, Verdict};
+use crate::spec::CompareSpec;
+use crate::stats::{Buckets, EDetector, HistogramDetector, RatioInput, Tolerance, Verdict};
 
 use super::{insufficient, Ctx, Engine, Outcome};
+use crate::spec::run_clock::cell_query;
 
 /// At most this many cells are read in one call (Prometheus refuses range queries of more than
 /// 11,000 points); older ones are skipped, which only leaves out possible starts.
@@ -33,13 +35,39 @@ const MAX_DETECTORS: usize = 10_000;
 
 #[derive(Debug, Clone)]
 struct Entry {
-    detector: EDetector,
+    detector: Detector,
     /// End (Unix seconds) of the next cell to read.
     next_end: i64,
     /// Cells already fetched but not yet closed at the checks so far (a backtest reads ahead):
-    /// end and counts (canary bad, total, stable bad, total).
-    ahead: std::collections::VecDeque<(i64, [u64; 4])>,
+    /// end and contents.
+    ahead: std::collections::VecDeque<(i64, Cell)>,
     used: i64,
+}
+
+/// The detector of one run, by form.
+#[derive(Debug, Clone)]
+enum Detector {
+    Ratio(EDetector),
+    Histogram(HistogramDetector),
+}
+
+/// One interval's data, by form.
+#[derive(Debug, Clone)]
+enum Cell {
+    /// Canary bad, total, stable bad, total.
+    Counts([u64; 4]),
+    /// Both sides' buckets; `Ok(None)` when a side has no data in the interval, `Err` when a
+    /// side's answer is not a histogram (the message names it).
+    Buckets(Result<Option<Box<(Buckets, Buckets)>>, String>),
+}
+
+/// What an open-ended metric compares: its form's keys that the detector needs.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum OpenForm {
+    /// Counts of bad and all events; `margin`.
+    Ratio { margin: f64 },
+    /// Bucket vectors; the threshold test's bound and `margin`.
+    Histogram { threshold: Option<f64>, margin: f64 },
 }
 
 /// A check of the past (a backtest) reads this many cells past its own, for the checks after
@@ -78,60 +106,6 @@ impl Detectors {
     }
 }
 
-/// `query` with its window set to `cell` seconds: the run clock if it has one, else its one
-/// range (every `[<duration>]` alike). `None` when the query has no such window or several.
-pub(crate) fn cell_query(query: &str, cell: i64) -> Option<String> {
-    let width = format!("{cell}s");
-    if crate::spec::run_clock::uses_run_clock(query) {
-        return Some(crate::spec::run_clock::replace_run_clock(query, &width).into_owned());
-    }
-    let bytes = query.as_bytes();
-    let mut ranges: Vec<(usize, usize)> = Vec::new();
-    let mut in_string: Option<u8> = None;
-    let mut i = 0;
-    while i < bytes.len() {
-        let b = bytes[i];
-        match in_string {
-            Some(_) if b == b'\\' => i += 1,
-            Some(q) if b == q => in_string = None,
-            Some(_) => {}
-            None if b == b'"' || b == b'\'' || b == b'`' => in_string = Some(b),
-            None if b == b'[' => {
-                let close = query[i..].find(']').map(|j| i + j)?;
-                let inner = query[i + 1..close].trim();
-                if inner.is_empty()
-                    || !inner
-                        .bytes()
-                        .all(|c| c.is_ascii_digit() || b"smhdwy".contains(&c))
-                {
-                    // A subquery (`[30m:1m]`) or something else: not a plain window.
-                    return None;
-                }
-                ranges.push((i, close + 1));
-                i = close;
-            }
-            None => {}
-        }
-        i += 1;
-    }
-    let first = ranges.first()?;
-    let text = &query[first.0..first.1];
-    if ranges.iter().any(|r| &query[r.0..r.1] != text) {
-        return None;
-    }
-    let mut out = String::with_capacity(query.len());
-    let mut last = 0;
-    for (a, b) in ranges {
-        out.push_str(&query[last..a]);
-        out.push('[');
-        out.push_str(&width);
-        out.push(']');
-        last = b;
-    }
-    out.push_str(&query[last..]);
-    Some(out)
-}
-
 fn ceil_div(a: i64, b: i64) -> i64 {
     a.div_euclid(b) + i64::from(a.rem_euclid(b) != 0)
 }
@@ -164,9 +138,128 @@ fn per_cell(data: &QueryData) -> HashMap<i64, f64> {
     sums
 }
 
+/// Per cell end (Unix seconds), the `(le, value)` pairs of a bucket query's series.
+fn per_cell_le(data: &QueryData) -> HashMap<i64, Vec<(Option<String>, f64)>> {
+    let mut cells: HashMap<i64, Vec<(Option<String>, f64)>> = HashMap::new();
+    let mut add = |le: Option<&str>, t: f64, v: f64| {
+        #[allow(clippy::cast_possible_truncation)]
+        let t = t.round() as i64;
+        cells
+            .entry(t)
+            .or_default()
+            .push((le.map(str::to_string), v));
+    };
+    match data {
+        QueryData::Scalar(_) => {}
+        QueryData::Vector(series) => {
+            for s in series {
+                add(s.labels.get("le"), s.sample.timestamp, s.sample.value);
+            }
+        }
+        QueryData::Matrix(series) => {
+            for s in series {
+                for p in &s.samples {
+                    add(s.labels.get("le"), p.timestamp, p.value);
+                }
+            }
+        }
+    }
+    cells
+}
+
+/// One side's buckets of one cell: `Ok(None)` without data (no series or a NaN).
+fn cell_buckets(
+    side: &'static str,
+    pairs: Option<&Vec<(Option<String>, f64)>>,
+) -> Result<Option<Buckets>, String> {
+    let Some(pairs) = pairs.filter(|p| !p.is_empty() && p.iter().all(|(_, v)| !v.is_nan())) else {
+        return Ok(None);
+    };
+    let series: Vec<(Option<&str>, f64)> =
+        pairs.iter().map(|(le, v)| (le.as_deref(), *v)).collect();
+    Buckets::from_cumulative(side, &series)
+        .map(Some)
+        .map_err(|e| format!("compare.histogram.{side}: {e}"))
+}
+
 impl Engine {
-    /// The counts of the cells ending at `from`, `from + g`, ..., `to`, by range queries.
+    /// The cells ending at `from`, `from + g`, ..., `to`, by range queries: four count queries
+    /// (ratio form) or two bucket queries (histogram form).
     async fn read_cells(
+        &self,
+        cx: &Ctx<'_>,
+        cells_q: &[String],
+        from: i64,
+        to: i64,
+        g: i64,
+    ) -> Result<std::collections::VecDeque<(i64, Cell)>, String> {
+        if let [canary, stable] = cells_q {
+            return self
+                .read_bucket_cells(cx, [canary, stable], from, to, g)
+                .await;
+        }
+        let counts = self.read_count_cells(cx, cells_q, from, to, g).await?;
+        Ok(counts
+            .into_iter()
+            .map(|(t, c)| (t, Cell::Counts(c)))
+            .collect())
+    }
+
+    /// The histogram form's cells: both sides' `le` vectors per interval.
+    async fn read_bucket_cells(
+        &self,
+        cx: &Ctx<'_>,
+        cells_q: [&String; 2],
+        from: i64,
+        to: i64,
+        g: i64,
+    ) -> Result<std::collections::VecDeque<(i64, Cell)>, String> {
+        let (opts, config) = (cx.opts, cx.config);
+        let (Some(start), Some(end)) = (
+            Utc.timestamp_opt(from, 0).single(),
+            Utc.timestamp_opt(to, 0).single(),
+        ) else {
+            return Err("compare: the run's clock is out of range".to_string());
+        };
+        let step = std::time::Duration::from_secs(u64::try_from(g).unwrap_or(1));
+        let ask = |q: &String| QueryRequest::Range {
+            query: q.clone(),
+            start,
+            end,
+            step,
+        };
+        let (c, s) = (ask(cells_q[0]), ask(cells_q[1]));
+        let (c, s) = futures::join!(
+            self.query(config, &c, opts.deadline),
+            self.query(config, &s, opts.deadline),
+        );
+        let c = per_cell_le(
+            &c.map_err(|e| format!("compare.histogram.canary failed: {e}"))?
+                .data,
+        );
+        let s = per_cell_le(
+            &s.map_err(|e| format!("compare.histogram.stable failed: {e}"))?
+                .data,
+        );
+        let mut cells = std::collections::VecDeque::new();
+        let mut t = from;
+        while t <= to {
+            let cell = match (
+                cell_buckets("canary", c.get(&t)),
+                cell_buckets("stable", s.get(&t)),
+            ) {
+                (Err(e), _) | (_, Err(e)) => Err(e),
+                (Ok(Some(cb)), Ok(Some(sb))) => Ok(Some(Box::new((cb, sb)))),
+                _ => Ok(None),
+            };
+            cells.push_back((t, Cell::Buckets(cell)));
+            t += g;
+        }
+        Ok(cells)
+    }
+
+    /// The counts of the cells ending at `from`, `from + g`, ..., `to`, by range queries.
+    async fn read_count_cells(
         &self,
         cx: &Ctx<'_>,
         cells_q: &[String],
@@ -219,16 +312,17 @@ impl Engine {
         Ok(cells)
     }
 
-    /// The open-ended ratio check, or `None` when this metric is not one (it has a `count`, no
-    /// interval, no run start, or queries whose window cannot be set to the interval): then the
-    /// caller's fixed-count design applies.
+    /// The open-ended check (ratio or histogram form, `queries` in the order the form writes
+    /// them), or `Err(out)` when this metric is not one (it has a `count`, no interval, no run
+    /// start, or queries whose window cannot be set to the interval): then the caller's
+    /// fixed-count design applies.
     pub(super) async fn measure_open_ended(
         &self,
         out: Outcome,
         cx: &Ctx<'_>,
         spec: &CompareSpec,
-        queries: [&RatioQueries; 2],
-        margin: f64,
+        queries: &[&str],
+        form: OpenForm,
         min_requests: u64,
     ) -> Result<Outcome, Outcome> {
         let (metric, opts) = (cx.metric, cx.opts);
@@ -239,17 +333,15 @@ impl Engine {
         let (Some(start), Some(g), None | Some(0)) = (opts.run_started_at, g, metric.count) else {
             return Err(out);
         };
-        let [canary, stable] = queries;
-        let texts = [&canary.bad, &canary.total, &stable.bad, &stable.total];
-        let mut cells_q = Vec::with_capacity(4);
-        for q in texts {
+        let mut cells_q = Vec::with_capacity(queries.len());
+        for q in queries {
             match cell_query(q, g) {
                 Some(c) => cells_q.push(c),
                 None => return Err(out),
             }
         }
         Ok(self
-            .open_ended(out, cx, spec, &cells_q, margin, min_requests, start, g)
+            .open_ended(out, cx, spec, &cells_q, form, min_requests, start, g)
             .await)
     }
 
@@ -260,13 +352,17 @@ impl Engine {
         cx: &Ctx<'_>,
         spec: &CompareSpec,
         cells_q: &[String],
-        margin: f64,
+        form: OpenForm,
         min_requests: u64,
         start: DateTime<Utc>,
         g: i64,
     ) -> Outcome {
         let (metric, opts, config) = (cx.metric, cx.opts, cx.config);
         let now = opts.at.unwrap_or(cx.started_at);
+        let (margin, threshold) = match form {
+            OpenForm::Ratio { margin } => (margin, None),
+            OpenForm::Histogram { threshold, margin } => (margin, threshold),
+        };
         let key = self.detectors.hasher.hash_one((
             &metric.name,
             start.timestamp_millis(),
@@ -274,16 +370,27 @@ impl Engine {
             spec.confidence.to_bits(),
             spec.max_increase.to_bits(),
             margin.to_bits(),
+            threshold.map(f64::to_bits),
             &config.address,
             &config.headers,
         ));
-        let tolerance = Tolerance {
-            max_increase: spec.max_increase,
-            margin,
+        let new_detector = || match form {
+            OpenForm::Ratio { margin } => EDetector::new(
+                Tolerance {
+                    max_increase: spec.max_increase,
+                    margin,
+                },
+                spec.confidence,
+            )
+            .map(Detector::Ratio),
+            OpenForm::Histogram { threshold, margin } => {
+                HistogramDetector::new(spec.max_increase, margin, threshold, spec.confidence)
+                    .map(Detector::Histogram)
+            }
         };
         let mut entry = match self.detectors.get(key) {
             Some(e) => e,
-            None => match EDetector::new(tolerance, spec.confidence) {
+            None => match new_detector() {
                 Ok(detector) => Entry {
                     detector,
                     next_end: ceil_div(start.timestamp(), g)
@@ -311,7 +418,11 @@ impl Engine {
             let todo = (last_end - from) / g + 1;
             if todo > MAX_CELLS_READ {
                 let skip = todo - MAX_CELLS_READ;
-                entry.detector.skip(u64::try_from(skip).unwrap_or(0));
+                let n = u64::try_from(skip).unwrap_or(0);
+                match &mut entry.detector {
+                    Detector::Ratio(d) => d.skip(n),
+                    Detector::Histogram(d) => d.skip(n),
+                }
                 from += skip * g;
                 entry.next_end = from;
             }
@@ -330,21 +441,37 @@ impl Engine {
                 Err(e) => return out.error(e),
             }
         }
-        while let Some((end, c)) = entry.ahead.front().copied() {
-            if end > last_end {
+        while entry.ahead.front().is_some_and(|(end, _)| *end <= last_end) {
+            let Some((end, cell)) = entry.ahead.pop_front() else {
                 break;
+            };
+            match (&mut entry.detector, cell) {
+                (Detector::Ratio(d), Cell::Counts(c)) => d.push(RatioInput {
+                    canary_bad: c[0].min(c[1]),
+                    canary_total: c[1],
+                    stable_bad: c[2].min(c[3]),
+                    stable_total: c[3],
+                }),
+                (Detector::Histogram(d), Cell::Buckets(b)) => {
+                    // A cell that is not a histogram is an Error, and this check's state is not
+                    // kept: the next check reads the cell again rather than judging around it.
+                    let pushed = b.and_then(|b| {
+                        d.push(b.as_deref().map(|(c, s)| (c, s)))
+                            .map_err(|e| histogram_error(&e))
+                    });
+                    if let Err(e) = pushed {
+                        return out.error(e);
+                    }
+                }
+                _ => return out.error("compare: the open-ended detector's form changed".into()),
             }
-            entry.ahead.pop_front();
-            entry.detector.push(RatioInput {
-                canary_bad: c[0].min(c[1]),
-                canary_total: c[1],
-                stable_bad: c[2].min(c[3]),
-                stable_total: c[3],
-            });
             entry.next_end = end + g;
         }
         entry.used = now.timestamp();
-        let mut o = entry.detector.outcome();
+        let mut o = match &entry.detector {
+            Detector::Ratio(d) => d.outcome(),
+            Detector::Histogram(d) => d.outcome(),
+        };
         o.elapsed = Some(crate::spec::run_clock::elapsed_duration(start, now));
         self.detectors.put(key, entry);
         if !opts.skip_metadata {
@@ -387,43 +514,29 @@ impl Engine {
             );
             return insufficient(out, spec.on_insufficient, &why, cx);
         }
-        let message = o.message("error rate");
+        let message = match form {
+            OpenForm::Ratio { .. } => o.message("error rate"),
+            OpenForm::Histogram { .. } => {
+                o.message("of requests slow (the bounds are chosen from the second interval on)")
+            }
+        };
         super::compare::judge(out, metric, o.verdict, &o, message)
+    }
+}
+
+/// The message of a histogram cell the detector refuses, as the fixed-count form words it.
+fn histogram_error(e: &crate::stats::HistogramError) -> String {
+    match e {
+        crate::stats::HistogramError::Threshold { threshold, bounds } => format!(
+            "compare.threshold: {threshold} is not a bucket bound (le) of the histogram; bounds: {bounds}"
+        ),
+        e => format!("compare.histogram: {e}"),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn cell_queries_take_the_interval_as_their_window() {
-        assert_eq!(
-            cell_query("sum(increase(x[[[run.elapsed]]]))", 60).unwrap(),
-            "sum(increase(x[60s]))"
-        );
-        assert_eq!(
-            cell_query(
-                r#"sum(increase(x{a="[5m]"}[5m])) + sum(increase(y[ 5m ]))"#,
-                60
-            ),
-            None
-        );
-        assert_eq!(
-            cell_query(
-                r#"sum(increase(x{a="[1h]"}[5m])) + sum(increase(y[5m]))"#,
-                30
-            )
-            .unwrap(),
-            r#"sum(increase(x{a="[1h]"}[30s])) + sum(increase(y[30s]))"#
-        );
-        assert_eq!(
-            cell_query("sum(increase(x[5m])) / sum(increase(x[1h]))", 60),
-            None
-        );
-        assert_eq!(cell_query("max_over_time(rate(x[1m])[30m:1m])", 60), None);
-        assert_eq!(cell_query("sum(x)", 60), None);
-    }
 
     #[test]
     fn ceil_div_rounds_up() {

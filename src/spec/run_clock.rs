@@ -96,6 +96,60 @@ pub fn fill_run_clock(
     ))
 }
 
+/// `query` with its window set to `cell` seconds: the run clock if it has one, else its one
+/// range (every `[<duration>]` alike). `None` when the query has no such window or several.
+pub(crate) fn cell_query(query: &str, cell: i64) -> Option<String> {
+    let width = format!("{cell}s");
+    if uses_run_clock(query) {
+        return Some(replace_run_clock(query, &width).into_owned());
+    }
+    let bytes = query.as_bytes();
+    let mut ranges: Vec<(usize, usize)> = Vec::new();
+    let mut in_string: Option<u8> = None;
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        match in_string {
+            Some(_) if b == b'\\' => i += 1,
+            Some(q) if b == q => in_string = None,
+            Some(_) => {}
+            None if b == b'"' || b == b'\'' || b == b'`' => in_string = Some(b),
+            None if b == b'[' => {
+                let close = query[i..].find(']').map(|j| i + j)?;
+                let inner = query[i + 1..close].trim();
+                if inner.is_empty()
+                    || !inner
+                        .bytes()
+                        .all(|c| c.is_ascii_digit() || b"smhdwy".contains(&c))
+                {
+                    // A subquery (`[30m:1m]`) or something else: not a plain window.
+                    return None;
+                }
+                ranges.push((i, close + 1));
+                i = close;
+            }
+            None => {}
+        }
+        i += 1;
+    }
+    let first = ranges.first()?;
+    let text = &query[first.0..first.1];
+    if ranges.iter().any(|r| &query[r.0..r.1] != text) {
+        return None;
+    }
+    let mut out = String::with_capacity(query.len());
+    let mut last = 0;
+    for (a, b) in ranges {
+        out.push_str(&query[last..a]);
+        out.push('[');
+        out.push_str(&width);
+        out.push(']');
+        last = b;
+    }
+    out.push_str(&query[last..]);
+    Some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -103,6 +157,35 @@ mod tests {
 
     fn t(s: i64) -> DateTime<Utc> {
         Utc.timestamp_opt(s, 0).single().unwrap()
+    }
+
+    #[test]
+    fn cell_queries_take_the_interval_as_their_window() {
+        assert_eq!(
+            cell_query("sum(increase(x[[[run.elapsed]]]))", 60).unwrap(),
+            "sum(increase(x[60s]))"
+        );
+        assert_eq!(
+            cell_query(
+                r#"sum(increase(x{a="[5m]"}[5m])) + sum(increase(y[ 5m ]))"#,
+                60
+            ),
+            None
+        );
+        assert_eq!(
+            cell_query(
+                r#"sum(increase(x{a="[1h]"}[5m])) + sum(increase(y[5m]))"#,
+                30
+            )
+            .unwrap(),
+            r#"sum(increase(x{a="[1h]"}[30s])) + sum(increase(y[30s]))"#
+        );
+        assert_eq!(
+            cell_query("sum(increase(x[5m])) / sum(increase(x[1h]))", 60),
+            None
+        );
+        assert_eq!(cell_query("max_over_time(rate(x[1m])[30m:1m])", 60), None);
+        assert_eq!(cell_query("sum(x)", 60), None);
     }
 
     #[test]

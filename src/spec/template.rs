@@ -422,7 +422,9 @@ impl Metric {
             m.get(key);
         }
         m.finish()?;
-        Ok(fields.into_metric(name, provider))
+        let metric = fields.into_metric(name, provider);
+        open_ended_problem(&metric, path)?;
+        Ok(metric)
     }
 
     /// A metric as the plugin surfaces receive it: Argo's fields in their JSON form (`{interval,
@@ -437,7 +439,9 @@ impl Metric {
         let mut m = ObjectReader::new("", argo_fields)?;
         let fields = ArgoFields::read(&mut m, BrokenCondition::RefusesTheCall)?;
         m.finish()?;
-        Ok(fields.into_metric(name.to_string(), Provider::Rollgate(spec)))
+        let metric = fields.into_metric(name.to_string(), Provider::Rollgate(spec));
+        open_ended_problem(&metric, "")?;
+        Ok(metric)
     }
 
     /// Argo's phase for `result` under this metric's conditions (both absent: Successful).
@@ -484,6 +488,56 @@ impl Metric {
         } else {
             None
         }
+    }
+}
+
+/// A `compare` metric that repeats at an `interval` without a `count` runs until the rollout
+/// ends, possibly for days. Its test must stay valid and keep its power over an unlimited run;
+/// the forms that cannot have one are refused here rather than measured by a gate that would
+/// quietly stop being able to fail.
+fn open_ended_problem(metric: &Metric, path: &str) -> Result<(), SpecError> {
+    let open =
+        metric.interval.is_some_and(|i| !i.is_zero()) && matches!(metric.count, None | Some(0));
+    let Provider::Rollgate(spec) = &metric.provider else {
+        return Ok(());
+    };
+    let (true, super::MetricKind::Compare(compare)) = (open, &spec.kind) else {
+        return Ok(());
+    };
+    let count_path = if path.is_empty() {
+        "count".to_string()
+    } else {
+        format!("{path}.count")
+    };
+    let got = format!(
+        "no count with interval {} (a run until the rollout ends)",
+        super::duration::format_duration(metric.interval.unwrap_or_default())
+    );
+    match &compare.form {
+        super::CompareForm::Distribution { .. } => Err(SpecError::Invalid {
+            path: count_path,
+            expected: "a count: the compare distribution form needs `count` or the histogram form \
+                (its samples are a correlated series, which no test can judge over an unlimited \
+                run without a model of that correlation; the histogram form judges requests and \
+                needs no count)"
+                .into(),
+            got,
+        }),
+        super::CompareForm::Histogram { canary, stable, .. }
+            if [canary, stable]
+                .iter()
+                .any(|q| super::run_clock::cell_query(q, 60).is_none()) =>
+        {
+            Err(SpecError::Invalid {
+                path: count_path,
+                expected: "a count, or histogram queries with one range window each (e.g. \
+                    `increase(x_bucket[[[run.elapsed]]])` or `[5m]`): an open-ended histogram \
+                    metric reads each interval's buckets, with the window set to the interval"
+                    .into(),
+                got,
+            })
+        }
+        _ => Ok(()),
     }
 }
 

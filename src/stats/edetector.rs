@@ -30,6 +30,20 @@ use super::StatsError;
 /// Canary rates of the alternatives, as multiples of the highest healthy rate `t(p̃)`.
 const LAMBDAS: [f64; 6] = [1.25, 1.5, 2.0, 3.0, 5.0, 10.0];
 
+/// The alternatives' values, for callers that compute their own e-values (one track each): the
+/// histogram form uses them as odds ratios.
+pub(crate) const ALTERNATIVES: [f64; 6] = LAMBDAS;
+
+/// Where a cell's evidence comes from.
+enum Evidence<'a> {
+    /// The binomial likelihood ratio against the tolerance.
+    Binomial,
+    /// Computed by the caller, per alternative.
+    Given(&'a [f64; 6]),
+    /// None: the cell only counts as a start.
+    None,
+}
+
 /// Cells whose stable counts estimate `p̃` for the next cell.
 const STABLE_CELLS: usize = 10;
 
@@ -106,6 +120,21 @@ pub struct EDetectorOutcome {
     /// The check's run clock (time since the run began), when the caller knows it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub elapsed: Option<String>,
+    /// The histogram form's latency bounds that define a "bad" request in the latest cell
+    /// (the ratio form counts its own bad events and has none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bounds: Option<LatencyBounds>,
+}
+
+/// Which requests count as slow on each side, in seconds: the canary's above `canary`, stable's
+/// above `stable`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LatencyBounds {
+    /// The canary's bound.
+    pub canary: f64,
+    /// Stable's bound.
+    pub stable: f64,
 }
 
 /// Counts of one stretch of cells.
@@ -282,6 +311,23 @@ impl EDetector {
     /// Reads the next interval's counts. A cell with no events on a side carries no evidence
     /// but still counts as a start.
     pub fn push(&mut self, cell: RatioInput) {
+        self.push_inner(cell, Evidence::Binomial);
+    }
+
+    /// As [`EDetector::push`], with the cell's log e-value for each alternative (in the order of
+    /// [`ALTERNATIVES`]) computed by the caller, who must make each one's expectation given the
+    /// past at most 1 under the null. `cell` gives the counts the outcome reports.
+    pub fn push_evidence(&mut self, cell: RatioInput, log_e: &[f64; ALTERNATIVES.len()]) {
+        self.push_inner(cell, Evidence::Given(log_e));
+    }
+
+    /// Reads a cell that carries no evidence (no estimate could be fixed before it), counting its
+    /// events and its start.
+    pub fn push_without_evidence(&mut self, cell: RatioInput) {
+        self.push_inner(cell, Evidence::None);
+    }
+
+    fn push_inner(&mut self, cell: RatioInput, evidence: Evidence<'_>) {
         let k = self.cells;
         let cost = Self::start_cost(k);
         // A regression may start at this cell: its product begins at 1 here.
@@ -298,7 +344,16 @@ impl EDetector {
             stable_bad: cell.stable_bad.min(cell.stable_total),
             ..cell
         };
-        if cell.canary_total > 0 && cell.stable_total > 0 {
+        if let Evidence::Given(log_e) = evidence {
+            for (t, e) in self.tracks.iter_mut().zip(log_e) {
+                if e.is_finite() {
+                    t.sum += e;
+                }
+            }
+        } else if matches!(evidence, Evidence::Binomial)
+            && cell.canary_total > 0
+            && cell.stable_total > 0
+        {
             let p_s = self.stable_estimate();
             let bound = self.tolerance.bound(p_s);
             let null = healthy_max_ll(&cell, self.tolerance);
@@ -384,6 +439,7 @@ impl EDetector {
             total: RatioCounts::from_array(self.totals),
             alternative,
             elapsed: None,
+            bounds: None,
         }
     }
 }
@@ -392,6 +448,17 @@ impl EDetectorOutcome {
     /// One sentence: the evidence so far against the threshold it must cross.
     pub fn message(&self, what: &str) -> String {
         let s = &self.since;
+        let bounds;
+        let what = match self.bounds {
+            Some(b) => {
+                bounds = format!(
+                    "of requests slower than {} s (canary) and {} s (stable)",
+                    b.canary, b.stable
+                );
+                bounds.as_str()
+            }
+            None => what,
+        };
         let rates = format!(
             "canary {} vs stable {} {what} over the last {} interval{}",
             super::format::percent(s.canary_rate()),

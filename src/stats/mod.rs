@@ -23,6 +23,7 @@ mod fisher;
 mod format;
 mod group_sequential;
 mod histogram;
+mod histogram_edetector;
 mod histogram_simulation;
 mod hodges_lehmann;
 mod mann_whitney;
@@ -41,12 +42,13 @@ pub use distribution::{
     compare_distributions, AutocorrelationSummary, Classification, Direction, DistOptions,
     DistOutcome, SampleSummary, ShiftInterval,
 };
-pub use edetector::{EDetector, EDetectorOutcome, RatioCounts, Tolerance};
+pub use edetector::{EDetector, EDetectorOutcome, LatencyBounds, RatioCounts, Tolerance};
 pub use error::StatsError;
 pub use fisher::fisher_exact_one_sided;
 pub use histogram::{
     compare_histograms, HistogramError, HistogramOptions, HistogramOutcome, RankTest,
 };
+pub use histogram_edetector::HistogramDetector;
 pub use histogram_simulation::{
     histogram_scenarios, simulate_histogram, HistogramScenario, DEFAULT_BUCKETS,
 };

@@ -32,6 +32,42 @@ fn examples() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("examples")
 }
 
+/// `--at` and `--run-start` for a template on the run clock (`[[run.elapsed]]`): ten minutes
+/// into a run that ends at `at` (Unix seconds), the time its replay was recorded at.
+fn run_clock_args(template: &str, at: i64) -> Vec<String> {
+    let text = std::fs::read_to_string(examples().join(template)).unwrap();
+    if !text.contains("[[run.elapsed]]") {
+        return Vec::new();
+    }
+    let time = |t: i64| {
+        chrono::DateTime::from_timestamp(t, 0)
+            .unwrap()
+            .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+    };
+    vec![
+        "--at".into(),
+        time(at),
+        "--run-start".into(),
+        time(at - 600),
+    ]
+}
+
+/// When a replay was recorded: the evaluation time of its first instant query's answer.
+fn replay_time(replay: &Path) -> i64 {
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(replay).unwrap()).unwrap();
+    doc["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "instant")
+        .find_map(|e| {
+            let body: Value = serde_json::from_str(e["body"].as_str()?).ok()?;
+            body["data"]["result"][0]["value"][0].as_f64()
+        })
+        .map(|t| t.round() as i64)
+        .unwrap()
+}
+
 fn dry_run(template: &str, extra: &[&str], args: &[&str]) -> Output {
     let mut cmd = Command::new(crate::support::rollgate_bin());
     cmd.arg("dry-run")
@@ -48,11 +84,10 @@ fn dry_run(template: &str, extra: &[&str], args: &[&str]) -> Output {
 fn examples_give_their_documented_verdicts_from_replays() {
     for (template, replay, args, code, phase) in CASES {
         let replay = examples().join(replay);
-        let out = dry_run(
-            template,
-            &["--replay", replay.to_str().unwrap(), "-o", "json"],
-            args,
-        );
+        let clock = run_clock_args(template, replay_time(&replay));
+        let mut extra = vec!["--replay", replay.to_str().unwrap(), "-o", "json"];
+        extra.extend(clock.iter().map(String::as_str));
+        let out = dry_run(template, &extra, args);
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert_eq!(
             out.status.code(),
@@ -112,18 +147,18 @@ fn record_examples() {
     let mut files: std::collections::BTreeMap<&str, Vec<Value>> = Default::default();
     for (template, replay, args, _, _) in CASES {
         let tmp = tempfile::NamedTempFile::new().unwrap();
-        let out = dry_run(
-            template,
-            &[
-                "--prometheus",
-                &prom.url,
-                "--at",
-                &at,
-                "--record",
-                tmp.path().to_str().unwrap(),
-            ],
-            args,
-        );
+        let clock = run_clock_args(template, prom.base);
+        let mut extra = vec![
+            "--prometheus",
+            &prom.url,
+            "--record",
+            tmp.path().to_str().unwrap(),
+        ];
+        if clock.is_empty() {
+            extra.extend(["--at", at.as_str()]);
+        }
+        extra.extend(clock.iter().map(String::as_str));
+        let out = dry_run(template, &extra, args);
         assert!(
             out.status.code().is_some_and(|c| c < 3),
             "{}",

@@ -287,3 +287,46 @@ fn open_ended_runs_keep_their_false_failure_bound_and_their_power_over_10000_che
         .unwrap();
     assert!(two <= 2 * one, "{one} vs {two}");
 }
+
+/// Open-ended histogram-form runs (`tests/support/open_ended_histogram.rs`; the documented table
+/// has 200 runs a row: `cargo run --release --example open_ended_simulation -- --histogram
+/// --runs 200`). Few runs, to keep CI short; each bound still fails if the detector loses its
+/// validity (a healthy or at-tolerance canary failed in more than one run of twelve) or its
+/// power (a late +50 % slowdown missed in more than a fifth of runs within 60 checks).
+#[test]
+fn open_ended_histogram_runs_keep_their_bound_and_catch_a_late_slowdown() {
+    use crate::support::open_ended_histogram::{scenarios, simulate};
+    let (healthy_runs, regression_runs) = if cfg!(debug_assertions) {
+        (2, 5)
+    } else {
+        (12, 30)
+    };
+    let all = scenarios();
+    let find = |name: &str, runs: usize| {
+        let s = all.iter().find(|s| s.name == name).unwrap();
+        simulate(s, runs, 20_261_205)
+    };
+    for name in [
+        "healthy, x1.25 buckets, 10,000 checks",
+        "+10 % (at tolerance), x1.25 buckets, 10,000 checks",
+        "two replicas, healthy, x1.25 buckets, 10,000 checks",
+    ] {
+        let r = find(name, healthy_runs);
+        assert!(r.failed_early <= 1, "{name}: {r:?}");
+    }
+    let one = find("+50 % from check 6,000, x1.25 buckets", regression_runs);
+    let two = find(
+        "two replicas, +50 % from check 6,000, x1.25 buckets",
+        regression_runs,
+    );
+    for (name, r) in [("one server", &one), ("two replicas", &two)] {
+        assert_eq!(r.failed_early, 0, "{name}: {r:?}");
+        assert!(
+            r.within(60) * 5 >= regression_runs * 4,
+            "{name}: {} of {regression_runs} within 60: {r:?}",
+            r.within(60)
+        );
+    }
+    let (d1, d2) = (one.median_delay().unwrap(), two.median_delay().unwrap());
+    assert!(d2 <= 2 * d1, "{d1} vs {d2}");
+}
