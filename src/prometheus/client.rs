@@ -225,26 +225,24 @@ impl Client {
                 budget: self.budget.as_ref(),
                 waiting: &waiting,
             };
-            let outcome = match tokio::time::timeout(
-                budget,
-                attempt(http, prepared, method.clone(), read),
-            )
-            .await
-            {
-                Ok(outcome) => outcome,
-                // Out of time while waiting for room in the budget: say so, not that the
-                // server was slow.
-                Err(_elapsed) if waiting.load(Ordering::Relaxed) => {
-                    Err(PrometheusError::Overloaded {
+            let outcome =
+                match tokio::time::timeout(budget, attempt(http, prepared, method.clone(), read))
+                    .await
+                {
+                    Ok(outcome) => outcome,
+                    // Out of time while waiting for room in the budget: say so, not that the
+                    // server was slow.
+                    Err(_elapsed) if waiting.load(Ordering::Relaxed) => {
+                        Err(PrometheusError::Overloaded {
+                            origin: origin.clone(),
+                            limit: self.budget.as_ref().map_or(0, Budget::total),
+                        })
+                    }
+                    Err(_elapsed) => Err(PrometheusError::Timeout {
                         origin: origin.clone(),
-                        limit: self.budget.as_ref().map_or(0, Budget::total),
-                    })
-                }
-                Err(_elapsed) => Err(PrometheusError::Timeout {
-                    origin: origin.clone(),
-                    timeout: budget,
-                }),
-            };
+                        timeout: budget,
+                    }),
+                };
             let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
             let retryable = match &outcome {
                 Ok((status, _, _)) => {
@@ -579,14 +577,15 @@ async fn attempt(
 }
 
 /// An error's causes on one line, without the HTTP stack's generic wrappers ("error sending
-/// request", "client error (Connect)") when there is something more specific, and with a
-/// failed name lookup in words.
+/// request", "client error (Connect)", "dns error") when there is something more specific,
+/// and with a failed name lookup in words.
 fn chain(e: &(dyn std::error::Error + 'static)) -> String {
     let mut parts: Vec<String> = Vec::new();
     let mut source = e.source();
     while let Some(s) = source {
         let text = s.to_string();
-        if !text.starts_with("client error (") && !parts.iter().any(|p| p.contains(&text)) {
+        let generic = text.starts_with("client error (") || text == "dns error";
+        if !generic && !parts.iter().any(|p| p.contains(&text)) {
             parts.push(resolve_failure(&text).unwrap_or(text));
         }
         source = s.source();
@@ -598,10 +597,10 @@ fn chain(e: &(dyn std::error::Error + 'static)) -> String {
     }
 }
 
-/// hickory's "no records found" errors in words: they print the query as a Rust debug struct
-/// (`Query { name: Name("…"), … }`), which no user should read.
+/// hickory's "no records found" errors (bare or as a "proto error: …") in words: they print
+/// the query as a Rust debug struct (`Query { name: Name("…"), … }`), which no user should read.
 fn resolve_failure(hickory: &str) -> Option<String> {
-    let rest = hickory.strip_prefix("no records found")?;
+    let (_, rest) = hickory.split_once("no records found")?;
     let host = rest
         .split_once("Name(\"")
         .and_then(|(_, name)| name.split_once('"'))
@@ -991,7 +990,16 @@ mod tests {
         let empty =
             r#"no records found for Query { query_type: A, query_class: IN, name: Name("prom.") }"#;
         let shown = resolve_failure(empty).unwrap();
-        assert_eq!(shown, "cannot resolve prom: the name has no address records");
+        assert_eq!(
+            shown,
+            "cannot resolve prom: the name has no address records"
+        );
+        // As hickory 0.25 says it through reqwest.
+        let wrapped = r#"proto error: no records found for Query { name: Name("prom.invalid."), query_type: A, query_class: IN }"#;
+        assert_eq!(
+            resolve_failure(wrapped).as_deref(),
+            Some("cannot resolve prom.invalid: the name has no address records")
+        );
         assert_eq!(resolve_failure("request timed out"), None);
     }
 
