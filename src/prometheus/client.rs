@@ -12,9 +12,8 @@ use base64::Engine as _;
 use http::header::{
     HeaderMap, HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE, USER_AGENT,
 };
-use http::{Method, Request, Uri};
-use http_body_util::BodyExt as _;
-use hyper::body::Body as _;
+use http::{Method, Uri};
+use hyper_util::client::proxy::matcher::Matcher;
 use tokio::time::Instant;
 use url::Url;
 
@@ -26,7 +25,6 @@ use super::error::{retryable_status, Origin, PrometheusError};
 use super::request::{QueryRequest, INSTANT_PATH, RANGE_PATH};
 use super::response::{decode, QueryResponse};
 use super::scrub::Scrubber;
-use super::transport::{Body, TlsSettings, Transport};
 
 /// First pause between attempts; doubled after each retry.
 const FIRST_BACKOFF: Duration = Duration::from_millis(100);
@@ -41,13 +39,11 @@ const MAX_CACHED_FORMS: usize = 256;
 
 /// A live client for Prometheus-compatible APIs; cheap to clone (clones share connections).
 ///
-/// One transport (and so one connection pool) is kept per distinct TLS setting
+/// One reqwest client (and so one connection pool) is kept per distinct TLS setting
 /// (CA file content, `insecure_skip_verify`); everything else is applied per request.
 #[derive(Clone, Default)]
 pub struct Client {
-    /// Shared, so a query takes its transport with one reference count, not a clone of the
-    /// pool's handles.
-    http: Arc<Mutex<HashMap<TlsKey, Arc<Transport>>>>,
+    http: Arc<Mutex<HashMap<TlsKey, Arc<Http>>>>,
     endpoints: Arc<Mutex<HashMap<String, Arc<Endpoint>>>>,
     /// Forms of instant queries at the server's "now", by query: a hook or a plugin asks the
     /// same queries at every interval, and encoding one costs several times its look-up.
@@ -73,7 +69,7 @@ struct TlsKey {
 /// Everything needed to send one query, read from the configuration and secret files once per
 /// query (so a rotated token is picked up by the next query).
 struct Prepared {
-    url: Uri,
+    url: Url,
     /// The address as messages name it.
     origin: Origin,
     /// The body; shared, so a retry sends it again without a copy.
@@ -132,7 +128,7 @@ impl Client {
     ) -> Result<QueryResponse, PrometheusError> {
         let limit = self.response_limit(cfg)?;
         let (prepared, http) = self.prepare_off_runtime(cfg, req).await?;
-        // Boxed: the exchange (retries, transport, body) is most of a query's future, and
+        // Boxed: the exchange (retries, HTTP client, body) is most of a query's future, and
         // the engine moves the futures holding it several times a check; kept inline, those
         // moves cost more than this one allocation (`serve_load instructions`).
         let exchange = self.exchange(&http, cfg, req, &prepared, limit, deadline);
@@ -171,7 +167,7 @@ impl Client {
         &self,
         cfg: &PrometheusConfig,
         req: &QueryRequest,
-    ) -> Result<(Prepared, Arc<Transport>), PrometheusError> {
+    ) -> Result<(Prepared, Arc<Http>), PrometheusError> {
         let ready = |client: &Client, cfg: &PrometheusConfig, req: &QueryRequest| {
             let endpoint = client.endpoint(&cfg.address)?;
             let form = client.form(req);
@@ -198,7 +194,7 @@ impl Client {
     /// The retry loop; returns the last HTTP answer, whatever its status.
     async fn exchange(
         &self,
-        http: &Transport,
+        http: &Http,
         cfg: &PrometheusConfig,
         req: &QueryRequest,
         prepared: &Prepared,
@@ -229,26 +225,24 @@ impl Client {
                 budget: self.budget.as_ref(),
                 waiting: &waiting,
             };
-            let outcome = match tokio::time::timeout(
-                budget,
-                attempt(http, prepared, origin, method.clone(), read),
-            )
-            .await
-            {
-                Ok(outcome) => outcome,
-                // Out of time while waiting for room in the budget: say so, not that the
-                // server was slow.
-                Err(_elapsed) if waiting.load(Ordering::Relaxed) => {
-                    Err(PrometheusError::Overloaded {
+            let outcome =
+                match tokio::time::timeout(budget, attempt(http, prepared, method.clone(), read))
+                    .await
+                {
+                    Ok(outcome) => outcome,
+                    // Out of time while waiting for room in the budget: say so, not that the
+                    // server was slow.
+                    Err(_elapsed) if waiting.load(Ordering::Relaxed) => {
+                        Err(PrometheusError::Overloaded {
+                            origin: origin.clone(),
+                            limit: self.budget.as_ref().map_or(0, Budget::total),
+                        })
+                    }
+                    Err(_elapsed) => Err(PrometheusError::Timeout {
                         origin: origin.clone(),
-                        limit: self.budget.as_ref().map_or(0, Budget::total),
-                    })
-                }
-                Err(_elapsed) => Err(PrometheusError::Timeout {
-                    origin: origin.clone(),
-                    timeout: budget,
-                }),
-            };
+                        timeout: budget,
+                    }),
+                };
             let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
             let retryable = match &outcome {
                 Ok((status, _, _)) => {
@@ -300,8 +294,8 @@ impl Client {
         form
     }
 
-    /// The pooled transport for this configuration's TLS settings.
-    fn http_client(&self, cfg: &PrometheusConfig) -> Result<Arc<Transport>, PrometheusError> {
+    /// The pooled HTTP client for this configuration's TLS settings.
+    fn http_client(&self, cfg: &PrometheusConfig) -> Result<Arc<Http>, PrometheusError> {
         let ca_pem = match &cfg.ca_file {
             Some(path) => {
                 Some(std::fs::read(path).map_err(|e| PrometheusError::file("CA file", path, &e))?)
@@ -343,7 +337,89 @@ where
     Ok(value)
 }
 
-fn build_http_client(key: &TlsKey, ca_path: Option<&Path>) -> Result<Transport, PrometheusError> {
+/// One pooled reqwest client, and the environment's proxy rules when it names a proxy.
+struct Http {
+    client: reqwest::Client,
+    /// The rules reqwest itself follows (both read by hyper-util's matcher from the same
+    /// variables, once, when the client is built), kept to refuse by name the proxies reqwest
+    /// is built without (SOCKS) rather than speak HTTP to them.
+    proxies: Option<Matcher>,
+}
+
+impl Http {
+    /// A client trusting the built-in roots and `extra_roots` (or any certificate, with
+    /// `insecure_skip_verify`), following no redirect (an answer names them instead: see
+    /// `attempt`), resolving names with hickory (a static binary has no NSS) and sending
+    /// through the proxies the environment names (`HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY`,
+    /// `NO_PROXY`, either case). Idle connections are kept 90 s (reqwest's default).
+    fn new(
+        insecure_skip_verify: bool,
+        extra_roots: Vec<reqwest::Certificate>,
+    ) -> Result<Http, reqwest::Error> {
+        let mut builder = reqwest::Client::builder()
+            .use_rustls_tls()
+            .redirect(reqwest::redirect::Policy::none())
+            .danger_accept_invalid_certs(insecure_skip_verify)
+            // No TCP keepalive probes or user timeout (reqwest's defaults set four socket
+            // options on every new connection: 15 µs of a refused query's 110): an idle
+            // connection leaves the pool after 90 s anyway, and each attempt has its timeout.
+            .tcp_keepalive(None)
+            .tcp_keepalive_interval(None)
+            .tcp_keepalive_retries(None)
+            .tcp_user_timeout(None);
+        for cert in extra_roots {
+            builder = builder.add_root_certificate(cert);
+        }
+        let proxies = proxy_in_environment().then(Matcher::from_env);
+        if proxies.is_none() {
+            // Nothing to match: without this, reqwest asks an empty matcher about every
+            // request (NO_PROXY's host checks).
+            builder = builder.no_proxy();
+        }
+        Ok(Http {
+            client: builder.build()?,
+            proxies,
+        })
+    }
+
+    /// Refuses a destination the environment sends through a proxy that is not HTTP(S).
+    fn check_proxy(&self, url: &Url) -> Result<(), PrometheusError> {
+        let Some(proxies) = &self.proxies else {
+            return Ok(());
+        };
+        let Ok(uri) = Uri::try_from(url.as_str()) else {
+            return Ok(());
+        };
+        match proxies.intercept(&uri) {
+            Some(proxy) if !matches!(proxy.uri().scheme_str(), Some("http" | "https")) => {
+                // The proxy's URI only: its credentials are kept apart by the matcher.
+                let scheme = proxy.uri().scheme_str().unwrap_or_default();
+                Err(PrometheusError::Config(format!(
+                    "proxy scheme `{scheme}` is not supported (set by ALL_PROXY, HTTP_PROXY or HTTPS_PROXY): name an http:// or https:// proxy"
+                )))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Whether the environment names a proxy, as curl and Go read the variables (and hyper-util
+/// 0.1.21's `Matcher::from_env`, which reqwest uses): `ALL_PROXY`, `HTTP_PROXY`,
+/// `HTTPS_PROXY`, either case; `NO_PROXY` only narrows those.
+fn proxy_in_environment() -> bool {
+    [
+        "ALL_PROXY",
+        "all_proxy",
+        "HTTP_PROXY",
+        "http_proxy",
+        "HTTPS_PROXY",
+        "https_proxy",
+    ]
+    .iter()
+    .any(|name| std::env::var_os(name).is_some())
+}
+
+fn build_http_client(key: &TlsKey, ca_path: Option<&Path>) -> Result<Http, PrometheusError> {
     let mut extra_roots = Vec::new();
     if let (Some(pem), Some(path)) = (&key.ca_pem, ca_path) {
         use rustls_pki_types::pem::PemObject as _;
@@ -354,17 +430,16 @@ fn build_http_client(key: &TlsKey, ca_path: Option<&Path>) -> Result<Transport, 
             ))
         };
         for cert in rustls_pki_types::CertificateDer::pem_slice_iter(pem) {
-            extra_roots.push(cert.map_err(|_| bad())?);
+            let der = cert.map_err(|_| bad())?;
+            extra_roots.push(reqwest::Certificate::from_der(&der).map_err(|_| bad())?);
         }
         if extra_roots.is_empty() {
             return Err(bad());
         }
     }
-    Transport::new(TlsSettings {
-        insecure_skip_verify: key.insecure_skip_verify,
-        extra_roots,
+    Http::new(key.insecure_skip_verify, extra_roots).map_err(|e| {
+        PrometheusError::Config(format!("cannot set up the HTTP client: {}", chain(&e)))
     })
-    .map_err(|e| PrometheusError::Config(format!("cannot set up the HTTP client: {e}")))
 }
 
 /// How one attempt reads its body: up to `limit` bytes, drawn from `budget` (with `waiting`
@@ -393,41 +468,55 @@ impl Reading<'_> {
     }
 }
 
-/// One HTTP request and its body, read up to the size cap; the body's bytes are drawn from
-/// the budget (the returned `Held`) before they are buffered.
-async fn attempt(
-    http: &Transport,
+/// Sends one attempt of `prepared` with `method`: the one place a query becomes an HTTP
+/// request (URL, body, headers and credentials), then goes out.
+async fn send(
+    http: &Http,
     prepared: &Prepared,
-    origin: &Origin,
     method: Method,
-    read: Reading<'_>,
-) -> Result<(u16, Vec<u8>, Held), PrometheusError> {
-    let config = |e: http::Error| PrometheusError::Config(format!("cannot build the request: {e}"));
-    let request = if method == Method::GET {
+) -> Result<reqwest::Response, PrometheusError> {
+    let mut url = prepared.url.clone();
+    let body = if method == Method::GET {
         // The form is ASCII (every other byte is escaped), so nothing is lost here.
         let form = String::from_utf8_lossy(&prepared.form);
-        let url = match prepared.url.query() {
-            Some(q) if !q.is_empty() => format!("{}&{form}", prepared.url),
-            _ => format!("{}?{form}", prepared.url),
+        let query = match url.query() {
+            Some(q) if !q.is_empty() => format!("{q}&{form}"),
+            _ => form.into_owned(),
         };
-        let mut request = Request::get(url).body(Body::default()).map_err(config)?;
-        *request.headers_mut() = prepared.headers.clone();
-        request
+        url.set_query(Some(&query));
+        None
     } else {
-        let mut request = Request::post(prepared.url.clone())
-            .body(Body::new(prepared.form.clone()))
-            .map_err(config)?;
-        *request.headers_mut() = prepared.headers.clone();
+        Some(reqwest::Body::from(prepared.form.clone()))
+    };
+    http.check_proxy(&url)?;
+    let mut request = reqwest::Request::new(method, url);
+    *request.headers_mut() = prepared.headers.clone();
+    if let Some(body) = body {
         request.headers_mut().insert(
             CONTENT_TYPE,
             HeaderValue::from_static("application/x-www-form-urlencoded"),
         );
-        request
-    };
-    let response = http
-        .send(request)
+        *request.body_mut() = Some(body);
+    }
+    http.client
+        .execute(request)
         .await
-        .map_err(|e| connect_error(origin, &e))?;
+        .map_err(|e| PrometheusError::Connect {
+            origin: prepared.origin.clone(),
+            detail: chain(&e.without_url()),
+        })
+}
+
+/// One HTTP request and its body, read up to the size cap; the body's bytes are drawn from
+/// the budget (the returned `Held`) before they are buffered.
+async fn attempt(
+    http: &Http,
+    prepared: &Prepared,
+    method: Method,
+    read: Reading<'_>,
+) -> Result<(u16, Vec<u8>, Held), PrometheusError> {
+    let origin = &prepared.origin;
+    let mut response = send(http, prepared, method).await?;
     let status = response.status().as_u16();
     if response.status().is_redirection() {
         // Not followed: a POST turned into a GET on the way loses its query, and a login
@@ -450,8 +539,7 @@ async fn attempt(
         origin: origin.clone(),
         limit,
     };
-    let mut body = response.into_body();
-    let declared = body.size_hint().exact();
+    let declared = response.content_length();
     if declared.is_some_and(|len| len > limit) {
         return Err(too_large());
     }
@@ -467,47 +555,45 @@ async fn attempt(
     };
     read.charge(&mut held, &mut turn, first).await;
     let mut buffer = Vec::with_capacity(initial);
-    while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|e| PrometheusError::Connect {
+    // Chunk by chunk, so that the cap stops an endless body and the budget is drawn before
+    // each buffer grows.
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|e| PrometheusError::Connect {
             origin: origin.clone(),
-            detail: format!("the response broke off: {}", chain(&e)),
-        })?;
-        if let Ok(chunk) = frame.into_data() {
-            let needed = buffer.len().saturating_add(chunk.len());
-            if needed > limit_len {
-                return Err(too_large());
-            }
-            if needed > buffer.capacity() {
-                // Grown here, as the vector itself would (doubling), so that what is
-                // charged is what gets allocated.
-                let capacity = needed
-                    .max(buffer.capacity().saturating_mul(2))
-                    .min(limit_len);
-                read.charge(&mut held, &mut turn, capacity).await;
-                buffer.reserve_exact(capacity - buffer.len());
-            }
-            buffer.extend_from_slice(&chunk);
+            detail: format!("the response broke off: {}", chain(&e.without_url())),
+        })?
+    {
+        let needed = buffer.len().saturating_add(chunk.len());
+        if needed > limit_len {
+            return Err(too_large());
         }
+        if needed > buffer.capacity() {
+            // Grown here, as the vector itself would (doubling), so that what is charged
+            // is what gets allocated.
+            let capacity = needed
+                .max(buffer.capacity().saturating_mul(2))
+                .min(limit_len);
+            read.charge(&mut held, &mut turn, capacity).await;
+            buffer.reserve_exact(capacity - buffer.len());
+        }
+        buffer.extend_from_slice(&chunk);
     }
     Ok((status, buffer, held))
 }
 
-fn connect_error(origin: &Origin, e: &hyper_util::client::legacy::Error) -> PrometheusError {
-    PrometheusError::Connect {
-        origin: origin.clone(),
-        detail: chain(e),
-    }
-}
-
-/// An error's causes on one line, without hyper's generic wrappers ("client error (Connect)")
-/// when there is something more specific.
+/// An error's causes on one line, without the HTTP stack's generic wrappers ("error sending
+/// request", "client error (Connect)", "dns error") when there is something more specific,
+/// and with a failed name lookup in words.
 fn chain(e: &(dyn std::error::Error + 'static)) -> String {
     let mut parts: Vec<String> = Vec::new();
     let mut source = e.source();
     while let Some(s) = source {
         let text = s.to_string();
-        if !text.starts_with("client error (") && !parts.iter().any(|p| p.contains(&text)) {
-            parts.push(text);
+        let generic = text.starts_with("client error (") || text == "dns error";
+        if !generic && !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(resolve_failure(&text).unwrap_or(text));
         }
         source = s.source();
     }
@@ -518,12 +604,27 @@ fn chain(e: &(dyn std::error::Error + 'static)) -> String {
     }
 }
 
+/// hickory's "no records found" errors (bare or as a "proto error: …") in words: they print
+/// the query as a Rust debug struct (`Query { name: Name("…"), … }`), which no user should read.
+fn resolve_failure(hickory: &str) -> Option<String> {
+    let (_, rest) = hickory.split_once("no records found")?;
+    let host = rest
+        .split_once("Name(\"")
+        .and_then(|(_, name)| name.split_once('"'))
+        .map_or("the host", |(name, _)| name.trim_end_matches('.'));
+    Some(if rest.contains("NXDomain") {
+        format!("cannot resolve {host}: no such host (NXDOMAIN)")
+    } else {
+        format!("cannot resolve {host}: the name has no address records")
+    })
+}
+
 /// What an address gives every query to it, worked out once per address (parsing a URL costs
 /// more than the rest of a query's preparation): the API endpoints without userinfo, the
 /// userinfo (basic auth), and the origin that messages name.
 struct Endpoint {
-    query_url: Uri,
-    query_range_url: Uri,
+    query_url: Url,
+    query_range_url: Url,
     user: String,
     password: Option<String>,
     origin: Origin,
@@ -556,12 +657,15 @@ impl Endpoint {
         let at = |api_path: &str| {
             let mut endpoint = url.clone();
             endpoint.set_path(&format!("{prefix}{api_path}"));
-            Uri::try_from(endpoint.as_str()).map_err(|e| {
-                config(format!(
+            // What the HTTP stack sends must also be a valid request target: checked here,
+            // so that such an address is a configuration error rather than a failed send.
+            match Uri::try_from(endpoint.as_str()) {
+                Ok(_) => Ok(endpoint),
+                Err(e) => Err(config(format!(
                     "address `{}` is not a valid URL: {e}",
                     redact_url(address)
-                ))
-            })
+                ))),
+            }
         };
         Ok(Endpoint {
             query_url: at(INSTANT_PATH)?,
@@ -572,7 +676,7 @@ impl Endpoint {
         })
     }
 
-    fn url(&self, req: &QueryRequest) -> &Uri {
+    fn url(&self, req: &QueryRequest) -> &Url {
         if req.api_path() == RANGE_PATH {
             &self.query_range_url
         } else {
@@ -881,6 +985,29 @@ mod tests {
             assert_eq!(client.form(&req), req.form());
             assert!(client.forms.lock().unwrap().len() <= MAX_CACHED_FORMS);
         }
+    }
+
+    #[test]
+    fn a_failed_lookup_reads_as_words_not_a_debug_struct() {
+        let nx = r#"no records found for Query { query_type: AAAA, query_class: IN, name: Name("prom.invalid.") }, response_code: NXDomain"#;
+        assert_eq!(
+            resolve_failure(nx).as_deref(),
+            Some("cannot resolve prom.invalid: no such host (NXDOMAIN)")
+        );
+        let empty =
+            r#"no records found for Query { query_type: A, query_class: IN, name: Name("prom.") }"#;
+        let shown = resolve_failure(empty).unwrap();
+        assert_eq!(
+            shown,
+            "cannot resolve prom: the name has no address records"
+        );
+        // As hickory 0.25 says it through reqwest.
+        let wrapped = r#"proto error: no records found for Query { name: Name("prom.invalid."), query_type: A, query_class: IN }"#;
+        assert_eq!(
+            resolve_failure(wrapped).as_deref(),
+            Some("cannot resolve prom.invalid: the name has no address records")
+        );
+        assert_eq!(resolve_failure("request timed out"), None);
     }
 
     #[test]

@@ -15,7 +15,6 @@ mod replay;
 mod request;
 mod response;
 mod scrub;
-mod transport;
 
 pub use budget::{Limits, DEFAULT_MAX_BUFFERED_BYTES, DEFAULT_MAX_RESPONSE_BYTES};
 pub use client::Client;

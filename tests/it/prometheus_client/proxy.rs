@@ -1,9 +1,10 @@
-//! Proxies named by the environment (read by hyper-util's matcher, as curl and Go read them):
-//! rollgate builds its transport without a proxy matcher only when no proxy variable is set
-//! (`proxy_in_environment` in src/prometheus/transport.rs), so a proxy that is named must
+//! Proxies named by the environment (read by reqwest through hyper-util's matcher, as curl and
+//! Go read them): rollgate builds its client without proxies only when no proxy variable is
+//! set (`proxy_in_environment` in src/prometheus/client.rs), so a proxy that is named must
 //! still carry every query — plain HTTP in absolute form, HTTPS through a CONNECT tunnel, with
-//! the proxy's credentials — and `NO_PROXY` must still exempt its hosts. Through the binary,
-//! since the variables are read when the process builds its client.
+//! the proxy's credentials — and `NO_PROXY` must still exempt its hosts; a SOCKS proxy (reqwest
+//! is built without it) is refused by name. Through the binary, since the variables are read
+//! when the process builds its client.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
