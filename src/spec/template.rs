@@ -537,6 +537,23 @@ fn open_ended_problem(metric: &Metric, path: &str) -> Result<(), SpecError> {
                 got,
             })
         }
+        // Without a window per interval the counts could only be judged by spending one budget
+        // over an unknown number of checks, which stops being able to fail after a few days.
+        super::CompareForm::Ratio { canary, stable, .. }
+            if [canary, stable]
+                .iter()
+                .flat_map(|side| [&side.bad, &side.total])
+                .any(|q| super::run_clock::cell_query(q, 60).is_none()) =>
+        {
+            Err(SpecError::Invalid {
+                path: count_path,
+                expected: "a count, or count queries with one range window each (e.g. \
+                    `increase(x_total[[[run.elapsed]]])` or `[5m]`): an open-ended ratio metric \
+                    reads each interval's counts, with the window set to the interval"
+                    .into(),
+                got,
+            })
+        }
         _ => Ok(()),
     }
 }

@@ -359,43 +359,58 @@ fn an_equally_fast_canary_runs_the_three_days_of_the_histogram_form() {
     assert!(checks >= 4_000, "{checks} checks: {}", doc["summary"]);
 }
 
-/// The distribution form has no test that stays valid over an unlimited run: without `count`
-/// it is refused when the template loads, naming the key, instead of a gate that stops being
-/// able to fail after a few days.
+/// Forms without a test that stays valid over an unlimited run are refused when the template
+/// loads, naming the key, instead of a gate that stops being able to fail after a few days: the
+/// distribution form, and a ratio metric whose counts have no window to set to the interval.
 #[test]
-fn an_open_ended_distribution_metric_is_refused_at_load() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("dist.yaml");
-    std::fs::write(
-        &path,
-        r#"apiVersion: argoproj.io/v1alpha1
+fn open_ended_metrics_without_an_unlimited_test_are_refused_at_load() {
+    let distribution = r#"
+          compare:
+            canary: histogram_quantile(0.99, sum by (le) (rate(x_bucket{track="canary"}[1m])))
+            stable: histogram_quantile(0.99, sum by (le) (rate(x_bucket{track="stable"}[1m])))"#;
+    // Recording rules with the window inside their names: nothing to set per interval.
+    let ratio_without_window = r#"
+          compare:
+            canary: {bad: 'sum(job:errors:increase5m{track="canary"})', total: 'sum(job:requests:increase5m{track="canary"})'}
+            stable: {bad: 'sum(job:errors:increase5m{track="stable"})', total: 'sum(job:requests:increase5m{track="stable"})'}"#;
+    for (compare, expected) in [
+        (distribution, "needs `count` or the histogram form"),
+        (
+            ratio_without_window,
+            "count queries with one range window each",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.yaml");
+        std::fs::write(
+            &path,
+            format!(
+                r#"apiVersion: argoproj.io/v1alpha1
 kind: AnalysisTemplate
-metadata: {name: d}
+metadata: {{name: d}}
 spec:
   metrics:
-  - name: p99
+  - name: m
     interval: 5m
     provider:
       plugin:
         rollgate/analysis:
-          prometheus: {address: "http://127.0.0.1:9"}
-          compare:
-            canary: histogram_quantile(0.99, sum by (le) (rate(x_bucket{track="canary"}[1m])))
-            stable: histogram_quantile(0.99, sum by (le) (rate(x_bucket{track="stable"}[1m])))
+          prometheus: {{address: "http://127.0.0.1:9"}}{compare}
           noData: inconclusive
-"#,
-    )
-    .unwrap();
-    let out = Command::new(support::rollgate_bin())
-        .args(["dry-run", "-f", path.to_str().unwrap()])
-        .output()
+"#
+            ),
+        )
         .unwrap();
-    let text =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    assert_ne!(out.status.code(), Some(0), "{text}");
-    assert!(
-        text.contains("spec.metrics[0].count")
-            && text.contains("needs `count` or the histogram form"),
-        "{text}"
-    );
+        let out = Command::new(support::rollgate_bin())
+            .args(["dry-run", "-f", path.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert_ne!(out.status.code(), Some(0), "{text}");
+        assert!(
+            text.contains("spec.metrics[0].count") && text.contains(expected),
+            "{text}"
+        );
+    }
 }
