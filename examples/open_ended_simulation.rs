@@ -6,9 +6,12 @@
 
 #![allow(clippy::unwrap_used, clippy::cast_precision_loss)]
 
-use rollgate::stats::{open_ended_scenarios, simulate_open_ended, wilson, StatsError};
+#[path = "../tests/simulation/mod.rs"]
+mod simulation;
 
-fn main() -> Result<(), StatsError> {
+use simulation::{open_ended_scenarios, simulate_open_ended, wilson, SimError};
+
+fn main() -> Result<(), SimError> {
     let args: Vec<String> = std::env::args().collect();
     let runs = args
         .iter()
