@@ -11,11 +11,11 @@ use serde_json::Value;
 
 use super::argo::{PluginCall, PluginService};
 use super::broker::{ControlCall, ControlService, Dispensed};
+use super::fuzzing::Idle;
 use super::gob::test_support::split_messages;
 use super::gob::{go_zero_time, gob_struct, Body, Decoder, Encoder, GoTime, Ignored, Step};
 use super::netrpc::{RequestHeader, Service};
 use super::yamux::Session;
-use super::fuzzing::Idle;
 use crate::argo::{AnalysisRunRef, ArgoMetric, IntOrString};
 use crate::measurement::{Measurement, Phase};
 
