@@ -18,6 +18,8 @@
     unreachable_pub
 )]
 
+#[path = "common/mod.rs"]
+mod common;
 #[path = "../tests/support/mod.rs"]
 mod support;
 
@@ -33,11 +35,6 @@ use support::prom::PromServer;
 use support::scenarios::{CMP_HEALTHY_CANARY, CMP_HEALTHY_STABLE, HEALTHY};
 
 const ROUNDS: usize = 300;
-
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
-}
 
 fn main() {
     let prom = support::prom::shared();
@@ -153,5 +150,5 @@ async fn overhead(
         plain_round().await;
         p.push(t.elapsed());
     }
-    (median(e), median(p))
+    (common::median_duration(e), common::median_duration(p))
 }

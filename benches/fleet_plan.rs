@@ -21,6 +21,8 @@
     unreachable_pub
 )]
 
+#[path = "common/mod.rs"]
+mod common;
 #[path = "../tests/support/mod.rs"]
 mod support;
 
@@ -156,11 +158,6 @@ fn stub(n: usize) -> Stub {
     })
 }
 
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
-}
-
 fn main() {
     let small = env_usize("FLEET_PLAN_SMALL", 1000).max(10);
     let rounds = env_usize("FLEET_PLAN_ROUNDS", 7).clamp(1, 50);
@@ -197,8 +194,8 @@ fn main() {
                 assert!(!plan.cohorts.is_empty());
             }
         }
-        let small_t = median(times[0].clone());
-        let large_t = median(times[1].clone());
+        let small_t = common::median_duration(times[0].clone());
+        let large_t = common::median_duration(times[1].clone());
         println!(
             "fleet_plan {} vs {} targets (20 cohorts, holdFor 10m), {rounds} rounds each:",
             sizes[0], sizes[1]

@@ -24,11 +24,11 @@
     unreachable_pub
 )]
 
+#[path = "common/mod.rs"]
+mod common;
 #[path = "../tests/support/mod.rs"]
 mod support;
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use chrono::{TimeZone, Utc};
@@ -41,57 +41,14 @@ use serde_json::json;
 use support::prom::PromServer;
 use support::scenarios::{base_now, big_fleet, fleet_dataset, NODE_AGENT_NEW};
 
-/// Counts live heap bytes and their peak.
-struct Counting;
-
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-#[allow(unsafe_code)] // the lint table denies it; a counting allocator cannot do without
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let p = unsafe { System.alloc(layout) };
-        if !p.is_null() {
-            let now = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-            PEAK.fetch_max(now, Ordering::Relaxed);
-        }
-        p
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) };
-        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let p = unsafe { System.realloc(ptr, layout, new_size) };
-        if !p.is_null() {
-            if new_size >= layout.size() {
-                let now = LIVE.fetch_add(new_size - layout.size(), Ordering::Relaxed) + new_size
-                    - layout.size();
-                PEAK.fetch_max(now, Ordering::Relaxed);
-            } else {
-                LIVE.fetch_sub(layout.size() - new_size, Ordering::Relaxed);
-            }
-        }
-        p
-    }
-}
-
 #[global_allocator]
-static ALLOCATOR: Counting = Counting;
+static ALLOCATOR: common::alloc::Counting = common::alloc::Counting;
 
 /// Peak heap above the level at the start of `f`, in bytes.
 async fn peak_during<T>(f: impl std::future::Future<Output = T>) -> (T, usize) {
-    let start = LIVE.load(Ordering::SeqCst);
-    PEAK.store(start, Ordering::SeqCst);
+    let start = common::alloc::start();
     let out = f.await;
-    (out, PEAK.load(Ordering::SeqCst).saturating_sub(start))
-}
-
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
+    (out, common::alloc::peak_above(start))
 }
 
 fn env_usize(name: &str, default: usize) -> usize {
@@ -257,7 +214,7 @@ fn main() {
             engine_times.iter().min().copied().unwrap_or_default(),
             plain_times.iter().min().copied().unwrap_or_default(),
         );
-        let (e, p) = (median(engine_times), median(plain_times));
+        let (e, p) = (common::median_duration(engine_times), common::median_duration(plain_times));
         println!(
             "fleet_scale {clusters} clusters x 30 pods in {cohort_count} cohorts, holdFor {hold_for:?}, {} queries ({} kB of responses), {rounds} rounds:",
             round_one.len() + usize::from(last_seen.is_some()),

@@ -25,6 +25,9 @@
     unreachable_pub
 )]
 
+#[path = "common/mod.rs"]
+mod common;
+
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -47,11 +50,6 @@ fn decode(msgs: &[Vec<u8>]) -> usize {
         }
     }
     values
-}
-
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
 }
 
 fn main() {
@@ -88,7 +86,7 @@ fn main() {
                     t.elapsed()
                 })
                 .collect();
-            let m = median(times);
+            let m = common::median_duration(times);
             let per_mib = m.as_secs_f64() * (1 << 20) as f64 / bytes as f64;
             let ratio = prev.map(|p| m.as_secs_f64() / p.as_secs_f64());
             if let Some(r) = ratio {

@@ -27,6 +27,8 @@
     unreachable_pub
 )]
 
+#[path = "common/mod.rs"]
+mod common;
 #[path = "../tests/grpc_support/mod.rs"]
 mod grpc_support;
 #[path = "../tests/support/mod.rs"]
@@ -108,23 +110,6 @@ fn load(protocol: &str, spec: &str, address: &str, mtls: bool) -> Figures {
     }
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
-}
-
-fn verdict(ok: bool) -> &'static str {
-    if ok {
-        "ok"
-    } else {
-        "MISSED"
-    }
-}
-
 fn line(name: &str, f: &Figures) {
     println!(
         "    {name:<7} {:>8.0} calls/s  p50 {:>6.2} ms  p99 {:>6.2} ms  plugin CPU {:>6.1} us/call  (host CPU {:.1} s)",
@@ -180,22 +165,22 @@ fn compare(sc: &Scenario, address: &str, target_tput: Option<f64>) {
         grpc.push(g);
         netrpc.push(n);
     }
-    let g_tput = median(grpc.iter().map(|f| f.calls_per_sec).collect());
-    let n_tput = median(netrpc.iter().map(|f| f.calls_per_sec).collect());
-    let cpu_ratio = median(
+    let g_tput = common::median(grpc.iter().map(|f| f.calls_per_sec).collect());
+    let n_tput = common::median(netrpc.iter().map(|f| f.calls_per_sec).collect());
+    let cpu_ratio = common::median(
         grpc.iter()
             .zip(&netrpc)
             .map(|(g, n)| g.cpu_us_per_call / n.cpu_us_per_call)
             .collect(),
     );
     let target = match target_tput {
-        Some(t) => format!(" (target >= {t:.0}: {})", verdict(g_tput >= t)),
+        Some(t) => format!(" (target >= {t:.0}: {})", common::verdict(g_tput >= t)),
         None => String::new(),
     };
     println!("  median gRPC {g_tput:.0} calls/s{target}; net/rpc {n_tput:.0} calls/s");
     println!(
         "  median plugin CPU per call gRPC / net/rpc: {cpu_ratio:.2}x (target <= 1.5: {})",
-        verdict(cpu_ratio <= 1.5)
+        common::verdict(cpu_ratio <= 1.5)
     );
 }
 

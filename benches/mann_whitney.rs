@@ -20,9 +20,14 @@ use std::io::Write;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+// The library's seeded generator (crate-private there), for the same data on every run.
+#[path = "../src/stats/rng.rs"]
+#[allow(dead_code, unused_imports)]
+mod rng;
+
+use rng::SplitMix64;
 use rollgate::stats::{
     compare_distributions, hodges_lehmann, mann_whitney_u, Alternative, Direction, DistOptions,
-    SplitMix64,
 };
 
 const PYTHON: &str = r#"

@@ -18,52 +18,16 @@
     unreachable_pub
 )]
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use rollgate::prometheus::{parse_response, QueryData};
 
-struct Counting;
-
-static CURRENT: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: forwards to the system allocator unchanged; only counts bytes.
-#[allow(unsafe_code)] // the lint table denies it; a counting allocator cannot do without
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let p = unsafe { System.alloc(layout) };
-        if !p.is_null() {
-            let now = CURRENT.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-            PEAK.fetch_max(now, Ordering::Relaxed);
-        }
-        p
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) };
-        CURRENT.fetch_sub(layout.size(), Ordering::Relaxed);
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let p = unsafe { System.realloc(ptr, layout, new_size) };
-        if !p.is_null() {
-            if new_size >= layout.size() {
-                let grow = new_size - layout.size();
-                let now = CURRENT.fetch_add(grow, Ordering::Relaxed) + grow;
-                PEAK.fetch_max(now, Ordering::Relaxed);
-            } else {
-                CURRENT.fetch_sub(layout.size() - new_size, Ordering::Relaxed);
-            }
-        }
-        p
-    }
-}
+#[path = "common/mod.rs"]
+mod common;
 
 #[global_allocator]
-static ALLOC: Counting = Counting;
+static ALLOC: common::alloc::Counting = common::alloc::Counting;
 
 fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name)
@@ -138,13 +102,12 @@ fn main() {
     let mut generic = Vec::new();
     let mut peak_extra = 0usize;
     for _ in 0..rounds {
-        let before = CURRENT.load(Ordering::Relaxed);
-        PEAK.store(before, Ordering::Relaxed);
+        let before = common::alloc::start();
         let t = Instant::now();
         let parsed = parse_response(black_box(&body)).expect("bench body parses");
         let (n, sum) = reduce(&parsed.data);
         ours.push(t.elapsed());
-        peak_extra = peak_extra.max(PEAK.load(Ordering::Relaxed) - before);
+        peak_extra = peak_extra.max(common::alloc::peak_above(before));
         assert_eq!(n, series);
         black_box(sum);
         drop(parsed);
@@ -157,12 +120,11 @@ fn main() {
         drop(v);
     }
     let best = |d: &[Duration]| d.iter().min().copied().unwrap_or_default();
-    let median = |d: &mut Vec<Duration>| {
-        d.sort();
-        d.get(d.len() / 2).copied().unwrap_or_default()
-    };
     let (ob, gb) = (best(&ours), best(&generic));
-    let (om, gm) = (median(&mut ours), median(&mut generic));
+    let (om, gm) = (
+        common::median_duration(ours),
+        common::median_duration(generic),
+    );
     println!(
         "parse_response:          best {:>7.1} MB/s, median {:>7.1} MB/s",
         mb / ob.as_secs_f64(),

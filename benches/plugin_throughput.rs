@@ -27,6 +27,8 @@
     unreachable_pub
 )]
 
+#[path = "common/mod.rs"]
+mod common;
 #[path = "../tests/support/mod.rs"]
 mod support;
 
@@ -149,23 +151,6 @@ fn load(host: &GoHost, plugin: &Path, spec: &str, sc: &Scenario) -> Figures {
     }
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
-}
-
-fn verdict(ok: bool) -> &'static str {
-    if ok {
-        "ok"
-    } else {
-        "MISSED"
-    }
-}
-
 fn compare(host: &GoHost, sc: &Scenario) {
     let rollgate = Path::new(support::rollgate_bin());
     println!(
@@ -197,11 +182,11 @@ fn compare(host: &GoHost, sc: &Scenario) {
         tput.push(r.calls_per_sec / g.calls_per_sec);
         p99.push(r.p99_ms / g.p99_ms);
     }
-    let (t, p) = (median(tput), median(p99));
+    let (t, p) = (common::median(tput), common::median(p99));
     println!(
         "  median ratio rollgate/go: throughput {t:.2}x (target >= 1.0: {}), p99 {p:.2}x (target <= 1.0: {})",
-        verdict(t >= 1.0),
-        verdict(p <= 1.0)
+        common::verdict(t >= 1.0),
+        common::verdict(p <= 1.0)
     );
 }
 
@@ -263,7 +248,7 @@ fn rss(host: &GoHost, plugin: &Path, spec: &str, address: &str, runs: usize) {
     println!(
         "  final RSS {:.1} MB (target <= 40 MB: {}); after warm-up ({:.0}% of runs): {:+.1} MB first->last, spread {:.1} MB",
         last / 1024.0,
-        verdict(last <= 40.0 * 1024.0),
+        common::verdict(last <= 40.0 * 1024.0),
         RSS_WARMUP * 100.0,
         (last - first) / 1024.0,
         (max - min) / 1024.0

@@ -22,13 +22,16 @@
     unreachable_pub
 )]
 
-use rollgate::stats::{
-    histogram_scenarios, latency_scenarios, look_alpha, simulate, simulate_histogram,
-    simulate_latency, standard_scenarios_with, Design, Direction, DistOptions, LatencyScenario,
-    Look, RatioOptions, Scenario, SimulationRow, StatsError,
+#[path = "../tests/simulation/mod.rs"]
+mod simulation;
+
+use rollgate::stats::{look_alpha, Design, Direction, DistOptions, Look, RatioOptions};
+use simulation::{
+    histogram_scenarios, latency_scenarios, simulate, simulate_histogram, simulate_latency,
+    standard_scenarios_with, wilson, LatencyScenario, Scenario, SimError, SimulationRow,
 };
 
-fn main() -> Result<(), StatsError> {
+fn main() -> Result<(), SimError> {
     let args: Vec<String> = std::env::args().collect();
     let runs = args
         .iter()
@@ -75,7 +78,7 @@ fn main() -> Result<(), StatsError> {
     ] {
         println!("\nDistribution form, {label}: log-normal samples (log sd 0.5), 10 checks,");
         println!("direction increase, maxIncrease 0.1, confidence 0.95, minSamples 20 (layouts:");
-        println!("rollgate::stats::latency_scenarios).\n");
+        println!("tests/simulation/compare.rs).\n");
         print_header("samples/side in window");
         for (i, scenario) in latency_scenarios(correct).iter().enumerate() {
             let row = simulate_latency(scenario, runs, seed + 100 + i as u64)?;
@@ -118,9 +121,9 @@ fn print_row(row: &SimulationRow) {
     );
 }
 
-/// The histogram form's table (`rollgate::stats::histogram_scenarios`), with the seeds of
+/// The histogram form's table (`tests/simulation/histogram.rs`), with the seeds of
 /// tests/stats_simulation.rs.
-fn print_histogram(runs: usize) -> Result<(), StatsError> {
+fn print_histogram(runs: usize) -> Result<(), SimError> {
     println!(
         "Histogram form: {runs} rollouts per scenario, Prometheus' default buckets, stable median"
     );
@@ -138,7 +141,7 @@ fn print_histogram(runs: usize) -> Result<(), StatsError> {
 }
 
 /// Each check's level at N = 10, alpha = 0.05, for sliding and cumulative windows.
-fn print_levels() -> Result<(), StatsError> {
+fn print_levels() -> Result<(), SimError> {
     println!("| check | sliding | cumulative |\n|---|---|---|");
     for k in 1..=10 {
         let look = Look::of(k, 10);
@@ -149,19 +152,10 @@ fn print_levels() -> Result<(), StatsError> {
     Ok(())
 }
 
-/// The Wilson score interval at 95 % for `k` successes in `n` trials.
-fn wilson(k: usize, n: usize) -> (f64, f64) {
-    let (k, n, z) = (k as f64, n.max(1) as f64, 1.959_963_984_540_054);
-    let p = k / n;
-    let centre = (p + z * z / (2.0 * n)) / (1.0 + z * z / n);
-    let half = z / (1.0 + z * z / n) * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt();
-    ((centre - half).max(0.0), (centre + half).min(1.0))
-}
-
 /// Smallest per-side count (on a ~4 % grid) whose detection rate reaches 80 %.
-fn required<F>(mut detection: F) -> Result<u64, StatsError>
+fn required<F>(mut detection: F) -> Result<u64, SimError>
 where
-    F: FnMut(u64) -> Result<f64, StatsError>,
+    F: FnMut(u64) -> Result<f64, SimError>,
 {
     let (mut lo, mut hi) = (10u64, 20u64);
     while detection(hi)? < 0.8 {
@@ -189,7 +183,7 @@ const SIZE_COLUMNS: [(u32, Design); 3] = [
     (10, Design::Cumulative),
 ];
 
-fn sample_sizes(seed: u64) -> Result<(), StatsError> {
+fn sample_sizes(seed: u64) -> Result<(), SimError> {
     let runs = 2_000;
     println!(
         "\nEvents per side for 80 % detection ({runs} simulated rollouts per point, bisection"

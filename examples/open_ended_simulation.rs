@@ -3,15 +3,14 @@
 //!
 //! `cargo run --release --example open_ended_simulation [-- --runs N]` (default 1,000 runs per
 //! scenario; each healthy run is 10,000 checks). `-- --histogram` prints only the histogram
-//! form's table (`tests/support/open_ended_histogram.rs`), `-- --ratio` only the ratio form's.
+//! form's table (`tests/simulation/open_ended_histogram.rs`), `-- --ratio` only the ratio form's.
 
 #![allow(clippy::unwrap_used, clippy::cast_precision_loss)]
 
-use rollgate::stats::{open_ended_scenarios, simulate_open_ended, wilson, StatsError};
+#[path = "../tests/simulation/mod.rs"]
+mod simulation;
 
-#[allow(dead_code, clippy::expect_used, unreachable_pub)]
-#[path = "../tests/support/open_ended_histogram.rs"]
-mod histogram_sim;
+use simulation::open_ended_histogram as histogram_sim;
 
 fn share(k: usize, runs: usize) -> String {
     let (lo, hi) = wilson(k, runs);
@@ -58,7 +57,9 @@ fn histogram_table(runs: usize) {
     }
 }
 
-fn main() -> Result<(), StatsError> {
+use simulation::{open_ended_scenarios, simulate_open_ended, wilson, SimError};
+
+fn main() -> Result<(), SimError> {
     let args: Vec<String> = std::env::args().collect();
     let runs = args
         .iter()

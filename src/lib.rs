@@ -18,7 +18,7 @@
 //! - [`engine::Engine`]: measure a metric against a [`prometheus::Backend`] (live, recording or
 //!   replaying), giving a [`measurement::Measurement`];
 //! - [`condition`]: Argo's condition language, compiled once and evaluated many times;
-//! - [`stats`]: the exact tests, intervals and simulations behind `compare`;
+//! - [`stats`]: the exact tests and intervals behind `compare`;
 //! - [`grpc`]: the generated gRPC API, the service and its network endpoint;
 //! - [`serve`]: the request parsers of the HTTP service (Flagger payloads, web-provider bodies,
 //!   template directories);

@@ -1,52 +1,73 @@
 //! The one parser from Argo's metric (as the controller or a gRPC caller sends it) to the
-//! engine's [`Metric`], with the cache that keeps repeated metrics from being parsed again.
+//! engine's [`Metric`], and the cache (a provider's) that keeps repeated metrics from being
+//! parsed again.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::fmt;
+use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value};
 
 use super::{ArgoMetric, IntOrString};
 use crate::spec::{Metric, MetricSpec, SpecError};
 
-/// How many parsed metrics [`metric_from_argo`] keeps; past it the cache starts over.
+/// How many parsed metrics a [`MetricCache`] keeps; past it the cache starts over.
 const METRIC_CACHE_SIZE: usize = 4096;
 
-/// Builds the engine's metric from the controller's: the single `provider.plugin` entry, whatever
-/// its key, plus Argo's conditions, interval and count. The controller sends the same metric at
-/// every interval, and parsing it (PromQL, regexes, conditions) costs more than the whole
-/// protocol, so results are kept by the metric's wire form less its name (metrics of many runs
-/// share a spec).
-pub(crate) fn metric_from_argo(metric: &ArgoMetric) -> Result<Arc<Metric>, SpecError> {
-    type Cache = Mutex<HashMap<ArgoMetric, Result<Arc<Metric>, SpecError>>>;
-    static CACHE: OnceLock<Cache> = OnceLock::new();
-    let cache = CACHE.get_or_init(Cache::default);
-    let key = ArgoMetric {
-        name: String::new(),
-        ..metric.clone()
-    };
-    let cached = cache.lock().ok().and_then(|c| c.get(&key).cloned());
-    let parsed = match cached {
-        Some(hit) => hit,
-        None => {
-            let parsed = parse_argo_metric(&key).map(Arc::new);
-            if let Ok(mut c) = cache.lock() {
-                if c.len() >= METRIC_CACHE_SIZE {
-                    c.clear();
-                }
-                c.insert(key, parsed.clone());
-            }
-            parsed
-        }
-    };
-    parsed.map(|m| {
-        let mut named = Metric::clone(&m);
-        named.name.clone_from(&metric.name);
-        Arc::new(named)
-    })
+/// Parsed metrics by their wire form less the name (metrics of many runs share a spec). The
+/// controller sends the same metric at every interval, and parsing it (PromQL, regexes,
+/// conditions) costs more than the whole protocol.
+#[derive(Default)]
+pub(crate) struct MetricCache {
+    parsed: Mutex<HashMap<ArgoMetric, Result<Arc<Metric>, SpecError>>>,
 }
 
-fn parse_argo_metric(metric: &ArgoMetric) -> Result<Metric, SpecError> {
+impl fmt::Debug for MetricCache {
+    /// The cached specs may hold substituted secrets: only their number is shown.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let len = self.parsed.lock().map(|c| c.len()).unwrap_or(0);
+        f.debug_struct("MetricCache").field("len", &len).finish()
+    }
+}
+
+impl MetricCache {
+    /// How many wire forms are cached.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.parsed.lock().map(|c| c.len()).unwrap_or(0)
+    }
+
+    /// The engine's metric for `metric` ([`metric_from_argo`]), parsed once per wire form.
+    pub(crate) fn get(&self, metric: &ArgoMetric) -> Result<Arc<Metric>, SpecError> {
+        let key = ArgoMetric {
+            name: String::new(),
+            ..metric.clone()
+        };
+        let cached = self.parsed.lock().ok().and_then(|c| c.get(&key).cloned());
+        let parsed = match cached {
+            Some(hit) => hit,
+            None => {
+                let parsed = metric_from_argo(&key).map(Arc::new);
+                if let Ok(mut c) = self.parsed.lock() {
+                    if c.len() >= METRIC_CACHE_SIZE {
+                        c.clear();
+                    }
+                    c.insert(key, parsed.clone());
+                }
+                parsed
+            }
+        };
+        parsed.map(|m| {
+            let mut named = Metric::clone(&m);
+            named.name.clone_from(&metric.name);
+            Arc::new(named)
+        })
+    }
+}
+
+/// Builds the engine's metric from the controller's: the single `provider.plugin` entry, whatever
+/// its key, plus Argo's conditions, interval and count.
+fn metric_from_argo(metric: &ArgoMetric) -> Result<Metric, SpecError> {
     let mut entries = metric.plugin.iter();
     let (key, config) = match (entries.next(), entries.next()) {
         (Some(entry), None) => entry,

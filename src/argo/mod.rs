@@ -1,7 +1,7 @@
 //! Argo Rollouts' metric-provider domain, shared by every transport that speaks it: the
 //! controller's metric and run as rollgate keeps them ([`ArgoMetric`], [`AnalysisRunRef`]), the
-//! one parser from Argo's metric to the engine's ([`metric_from_argo`], with its cache), and the
-//! [`ArgoProvider`] (engine + metric cache + time budget) that the net/rpc plugin
+//! one parser from Argo's metric to the engine's (`metric`), and the [`ArgoProvider`] (engine +
+//! trust + time budget + its cache of parsed metrics) that the net/rpc plugin
 //! (`crate::goplugin`) and the gRPC service (`crate::grpc`) only adapt to.
 //!
 //! No transport is imported here, so both can depend on it without depending on each other.
@@ -16,8 +16,7 @@ use chrono::{DateTime, Utc};
 
 use crate::measurement::Phase;
 
-pub(crate) use metric::metric_from_argo;
-pub(crate) use provider::{ArgoProvider, MEASUREMENT_BUDGET, PROVIDER_TYPE};
+pub(crate) use provider::{ArgoError, ArgoProvider, MEASUREMENT_BUDGET, PROVIDER_TYPE};
 
 /// The part of an AnalysisRun rollgate needs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -7,7 +7,7 @@ use clap::parser::ValueSource;
 use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, ValueEnum};
 use tracing_subscriber::EnvFilter;
 
-use crate::argo::ArgoProvider;
+use crate::argo::{ArgoProvider, MEASUREMENT_BUDGET};
 use crate::engine::{AddressPolicy, Engine, Trust};
 use crate::goplugin::{serve, ServeOptions};
 use crate::plugin_host::check_cookie;
@@ -175,7 +175,7 @@ pub(crate) fn run() -> u8 {
         Ok(shutdown) => match args.protocol {
             Protocol::Netrpc => runtime
                 .block_on(serve(
-                    Arc::new(ArgoProvider::new(engine, trust)),
+                    Arc::new(ArgoProvider::new(engine, trust, MEASUREMENT_BUDGET)),
                     ServeOptions::from_env(),
                     shutdown,
                 ))

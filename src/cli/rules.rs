@@ -200,16 +200,14 @@ pub(crate) fn render(args: &RulesArgs) -> Result<(String, Vec<String>), String> 
                     for n in &rules.notes {
                         note(n);
                     }
-                    Engine::metric_prometheus_rule(&rules, &options)?
+                    Engine::metric_prometheus_rule(&rules, &options).map_err(|e| e.to_string())?
                 }
                 MetricOutput::Fleet => match &m.provider {
                     Provider::Rollgate(spec) => match &spec.kind {
-                        MetricKind::Fleet(fleet) => Engine::fleet_rule_with_options(
-                            &template.name,
-                            &m.name,
-                            fleet,
-                            &options,
-                        )?,
+                        MetricKind::Fleet(fleet) => {
+                            Engine::fleet_prometheus_rule(&template.name, &m.name, fleet, &options)
+                                .map_err(|e| e.to_string())?
+                        }
                         _ => continue,
                     },
                     _ => continue,

@@ -52,7 +52,8 @@ use crate::spec::{Metric, MetricKind, NoDataPolicy, OnInsufficient, Provider};
 pub use call::{
     Call, CallError, Deadline, Expiry, FileAccess, Limit, Position, Trust, ALLOW_CREDENTIAL_DIR,
 };
-pub use fleet::{FleetPlan, RulePlacement};
+pub use fleet::{FleetPlan, FleetPlanError};
+pub use rules::RulePlacement;
 
 /// The environment variable that names a Prometheus address when a spec gives none.
 pub const ADDRESS_ENV: &str = "ROLLGATE_PROMETHEUS_ADDRESS";

@@ -11,11 +11,11 @@ use serde_json::Value;
 
 use super::argo::{PluginCall, PluginService};
 use super::broker::{ControlCall, ControlService, Dispensed};
+use super::fuzzing::Idle;
 use super::gob::test_support::split_messages;
 use super::gob::{go_zero_time, gob_struct, Body, Decoder, Encoder, GoTime, Ignored, Step};
 use super::netrpc::{RequestHeader, Service};
 use super::yamux::Session;
-use super::MetricProviderHandler;
 use crate::argo::{AnalysisRunRef, ArgoMetric, IntOrString};
 use crate::measurement::{Measurement, Phase};
 
@@ -56,37 +56,6 @@ fn decode_requests<S: Service>(
         }
     }
     out
-}
-
-struct Nothing;
-
-impl MetricProviderHandler for Nothing {
-    async fn init_plugin(&self) -> Result<(), String> {
-        Ok(())
-    }
-    async fn run(&self, _: AnalysisRunRef, _: ArgoMetric) -> Measurement {
-        Measurement::error("unused", Utc::now())
-    }
-    async fn resume(&self, _: AnalysisRunRef, _: ArgoMetric, m: Measurement) -> Measurement {
-        m
-    }
-    async fn terminate(&self, _: AnalysisRunRef, _: ArgoMetric, m: Measurement) -> Measurement {
-        m
-    }
-    async fn garbage_collect(
-        &self,
-        _: AnalysisRunRef,
-        _: ArgoMetric,
-        _: i64,
-    ) -> Result<(), String> {
-        Ok(())
-    }
-    fn type_name(&self) -> String {
-        String::new()
-    }
-    fn get_metadata(&self, _: ArgoMetric) -> BTreeMap<String, String> {
-        BTreeMap::new()
-    }
 }
 
 fn ios(v: &Option<IntOrString>) -> String {
@@ -157,7 +126,7 @@ fn check_measurement(m: &Measurement, want: &Value) {
 
 #[test]
 fn go_plugin_requests_decode_into_typed_calls() {
-    let service = PluginService::new(Arc::new(Nothing));
+    let service = PluginService::new(Arc::new(Idle));
     let calls = decode_requests(&service, &read_fixture("plugin_requests.bin"));
     let want = read_json("plugin_requests.json");
     assert_eq!(calls.len(), want.len());
@@ -375,7 +344,7 @@ proptest::proptest! {
             1 => { bytes.remove(at); }
             _ => bytes.truncate(at),
         }
-        let service = PluginService::new(Arc::new(Nothing));
+        let service = PluginService::new(Arc::new(Idle));
         let mut dec = Decoder::new();
         let mut header: Option<RequestHeader> = None;
         let mut rest = &bytes[..];

@@ -159,8 +159,9 @@ pub async fn serve_session_bytes(input: &[&[u8]], budget: Duration) -> SessionOu
 /// How long the server may answer after each chunk of input.
 const SETTLE: Duration = Duration::from_millis(100);
 
-/// A handler that answers every call at once.
-struct Idle;
+/// A handler that answers every call at once and measures nothing: for driving the protocol
+/// (the fuzz targets, the decoding tests).
+pub(crate) struct Idle;
 
 impl MetricProviderHandler for Idle {
     async fn init_plugin(&self) -> Result<(), String> {

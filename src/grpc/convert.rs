@@ -156,7 +156,7 @@ fn checks_done(status: &pb::AnalysisRunStatus) -> Result<BTreeMap<String, u32>, 
 }
 
 /// The metric as the Argo controller would have sent it to the net/rpc plugin, so that both
-/// surfaces share [`crate::argo::metric_from_argo`]. `spec_json` is the spec to file under
+/// surfaces share the one Argo provider and its parser. `spec_json` is the spec to file under
 /// the plugin key (the request's, or one with its placeholders substituted).
 pub(crate) fn argo_metric(
     field: &str,

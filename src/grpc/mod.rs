@@ -7,9 +7,9 @@
 //! - [`remote`]: a TCP endpoint for `rollgate serve --grpc-listen`, with health, server
 //!   reflection, optional TLS, bearer-token authentication and deadlines.
 //!
-//! Both translate requests with [`convert`] into the Argo domain types of [`crate::argo`], whose
-//! one parser ([`crate::argo::metric_from_argo`]) the net/rpc plugin uses too, and measure with the one [`crate::engine::Engine`]; `server` holds
-//! the HTTP/2 plumbing they share.
+//! Both translate requests with [`convert`] into the Argo domain types of [`crate::argo`] and
+//! answer through its one provider (`ArgoProvider`), which the net/rpc plugin adapts to too;
+//! `server` holds the HTTP/2 plumbing they share.
 
 mod automtls;
 mod convert;

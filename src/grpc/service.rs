@@ -1,5 +1,6 @@
 //! `rollgate.v1.MetricProviderService`: each method translates its request (see
-//! [`super::convert`]) and asks the engine, exactly as the net/rpc plugin does.
+//! [`super::convert`]) and asks the one Argo provider ([`ArgoProvider`]), as the net/rpc plugin
+//! does; a call the provider refuses is answered with a status.
 //!
 //! Deadlines: a call's `grpc-timeout` bounds the engine's queries (and is itself bounded by the
 //! service's budget). When it passes first, the call ends with DEADLINE_EXCEEDED and the engine's
@@ -17,12 +18,10 @@ use super::pb;
 use super::pb::metric_provider_service_server::{
     MetricProviderService, MetricProviderServiceServer,
 };
-use crate::argo::{metric_from_argo, AnalysisRunRef, MEASUREMENT_BUDGET, PROVIDER_TYPE};
-use crate::engine::{Call, CallError, Deadline, Engine, Position, Trust};
+use crate::argo::{ArgoError, ArgoProvider, MEASUREMENT_BUDGET, PROVIDER_TYPE};
+use crate::engine::{CallError, Engine, Trust};
 use crate::measurement::Measurement;
-use crate::spec::{
-    check_declared, placeholder_names, substitute, substitute_str, ArgValues, Metric,
-};
+use crate::spec::{check_declared, placeholder_names, substitute, substitute_str, ArgValues};
 
 /// How the service treats requests.
 #[derive(Debug, Clone)]
@@ -50,87 +49,43 @@ impl Default for ServiceOptions {
 /// The service over an engine.
 #[derive(Debug)]
 pub struct MetricProvider {
-    engine: Arc<Engine>,
-    options: ServiceOptions,
+    provider: ArgoProvider,
+    max_message_bytes: usize,
 }
 
 impl MetricProvider {
     /// A service measuring with `engine`.
     pub fn new(engine: Arc<Engine>, options: ServiceOptions) -> MetricProvider {
-        MetricProvider { engine, options }
+        MetricProvider {
+            provider: ArgoProvider::new(engine, options.trust, options.budget),
+            max_message_bytes: options.max_message_bytes,
+        }
     }
 
     /// The tonic server for this service, with its message size limits applied.
     pub fn into_server(self) -> MetricProviderServiceServer<MetricProvider> {
         // The transport's frame check refuses oversized messages with RESOURCE_EXHAUSTED
         // before they are buffered; the decoder's limit sits just above it as a backstop.
-        let limit = self.options.max_message_bytes.saturating_add(1);
+        let limit = self.max_message_bytes.saturating_add(1);
         MetricProviderServiceServer::new(self)
             .max_decoding_message_size(limit)
             .max_encoding_message_size(usize::MAX)
     }
-
-    /// When the call must be answered: its `grpc-timeout`, if any, within the service's
-    /// budget (the rule is the engine's, [`Deadline::for_call`]).
-    fn deadline(&self, metadata: &MetadataMap) -> Deadline {
-        let client = metadata
-            .get("grpc-timeout")
-            .and_then(|v| v.to_str().ok())
-            .and_then(parse_grpc_timeout);
-        Deadline::for_call(client, self.options.budget)
-    }
-
-    /// How far this service trusts the specs it is sent.
-    fn trust(&self) -> Trust {
-        self.options.trust.clone()
-    }
-
-    /// Builds the engine's metric, refusing specs this service may not run.
-    fn metric(&self, field: &str, m: &pb::Metric, spec_json: &str) -> Result<Arc<Metric>, Status> {
-        // Every metric of this service comes with the call: a server that takes no inline
-        // specs takes none here either.
-        self.options.trust.admit_inline().map_err(status)?;
-        let argo = convert::argo_metric(field, m, spec_json)?;
-        let metric = metric_from_argo(&argo).map_err(|e| {
-            Status::invalid_argument(format!(
-                "metric {:?} has an invalid rollgate spec: {e}",
-                m.name
-            ))
-        })?;
-        match self.options.trust.admit(&metric) {
-            // A plugin-mode credential file outside the allowed directories is an Error
-            // measurement (the engine's call answers it), as over net/rpc.
-            Ok(()) | Err(CallError::CredentialFile { .. }) => Ok(metric),
-            Err(e) => Err(status(e)),
-        }
-    }
-
-    /// Asks the engine, within the call's deadline and at this service's trust.
-    async fn call(
-        &self,
-        metric: &Metric,
-        deadline: Deadline,
-        position: Position,
-        at: Option<chrono::DateTime<chrono::Utc>>,
-        previous: Option<&Measurement>,
-    ) -> Result<Measurement, Status> {
-        let call = Call {
-            metric,
-            at,
-            deadline,
-            trust: self.trust(),
-            position,
-            previous,
-        };
-        self.engine.call(call).await.map_err(status)
-    }
 }
 
-/// Where a call of `run` about `metric` stands, from the AnalysisRun it carries.
-fn known(run: &AnalysisRunRef, metric: &str) -> Position {
-    Position::Known {
-        started_at: run.started_at,
-        checks_done: run.checks_done(metric),
+/// The call's own deadline, its `grpc-timeout` (the provider bounds it by its budget).
+fn caller_deadline(metadata: &MetadataMap) -> Option<Duration> {
+    metadata
+        .get("grpc-timeout")
+        .and_then(|v| v.to_str().ok())
+        .and_then(parse_grpc_timeout)
+}
+
+/// The gRPC status of a call the provider answered without a measurement.
+fn refused(e: ArgoError) -> Status {
+    match e {
+        ArgoError::InvalidSpec { .. } => Status::invalid_argument(e.to_string()),
+        ArgoError::Call(e) => status(e),
     }
 }
 
@@ -208,15 +163,17 @@ impl MetricProviderService for MetricProvider {
         &self,
         request: Request<pb::RunRequest>,
     ) -> Result<Response<pb::RunResponse>, Status> {
-        let deadline = self.deadline(request.metadata());
+        let deadline = caller_deadline(request.metadata());
         let req = request.into_inner();
         let run = convert::run_ref(req.analysis_run.as_ref())?;
         let m = required("metric", req.metric.as_ref())?;
-        let metric = self.metric("metric", m, &m.spec_json)?;
+        let metric = convert::argo_metric("metric", m, &m.spec_json)?;
         tracing::debug!(analysis_run = %run.name, namespace = %run.namespace, metric = %m.name, "grpc run");
         let out = self
-            .call(&metric, deadline, known(&run, &m.name), None, None)
-            .await?;
+            .provider
+            .run(&run, &metric, deadline)
+            .await
+            .map_err(refused)?;
         Ok(measured(&out, |measurement| pb::RunResponse {
             measurement,
         }))
@@ -226,7 +183,7 @@ impl MetricProviderService for MetricProvider {
         &self,
         request: Request<pb::ResumeRequest>,
     ) -> Result<Response<pb::ResumeResponse>, Status> {
-        let deadline = self.deadline(request.metadata());
+        let deadline = caller_deadline(request.metadata());
         let req = request.into_inner();
         let run = convert::run_ref(req.analysis_run.as_ref())?;
         let m = required("metric", req.metric.as_ref())?;
@@ -234,12 +191,13 @@ impl MetricProviderService for MetricProvider {
             "measurement",
             required("measurement", req.measurement.as_ref())?,
         )?;
-        let metric = self.metric("metric", m, &m.spec_json)?;
+        let metric = convert::argo_metric("metric", m, &m.spec_json)?;
         tracing::debug!(analysis_run = %run.name, metric = %m.name, "grpc resume");
-        let position = known(&run, &m.name);
         let out = self
-            .call(&metric, deadline, position, None, Some(&previous))
-            .await?;
+            .provider
+            .resume(&run, &metric, &previous, deadline)
+            .await
+            .map_err(refused)?;
         Ok(measured(&out, |measurement| pb::ResumeResponse {
             measurement,
         }))
@@ -255,7 +213,7 @@ impl MetricProviderService for MetricProvider {
             required("measurement", req.measurement.as_ref())?,
         )?;
         tracing::debug!(metric = %req.metric.as_ref().map(|m| m.name.as_str()).unwrap_or(""), "grpc terminate");
-        let out = self.engine.terminate(&previous);
+        let out = self.provider.terminate(&previous);
         Ok(measured(&out, |measurement| pb::TerminateResponse {
             measurement,
         }))
@@ -284,9 +242,10 @@ impl MetricProviderService for MetricProvider {
     ) -> Result<Response<pb::GetMetadataResponse>, Status> {
         let req = request.into_inner();
         let m = required("metric", req.metric.as_ref())?;
-        let metric = self.metric("metric", m, &m.spec_json)?;
+        let metric = convert::argo_metric("metric", m, &m.spec_json)?;
+        let metadata = self.provider.metadata(&metric).map_err(refused)?;
         Ok(Response::new(pb::GetMetadataResponse {
-            metadata: self.engine.describe(&metric).into_iter().collect(),
+            metadata: metadata.into_iter().collect(),
         }))
     }
 
@@ -294,7 +253,7 @@ impl MetricProviderService for MetricProvider {
         &self,
         request: Request<pb::AnalyzeRequest>,
     ) -> Result<Response<pb::AnalyzeResponse>, Status> {
-        let deadline = self.deadline(request.metadata());
+        let deadline = caller_deadline(request.metadata());
         let req = request.into_inner();
         let m = required("metric", req.metric.as_ref())?;
         let at = convert::optional_time("evaluation_time", req.evaluation_time.as_ref())?;
@@ -304,15 +263,16 @@ impl MetricProviderService for MetricProvider {
             .map(|(k, v)| (k.clone(), Some(v.clone())))
             .collect();
         let (m, spec_json) = substituted(m, &args)?;
-        let metric = self.metric("metric", &m, &spec_json)?;
+        let metric = convert::argo_metric("metric", &m, &spec_json)?;
         tracing::debug!(metric = %m.name, at = ?at, "grpc analyze");
         // An Analyze carries no AnalysisRun: the calls with the same metric (spec, conditions,
         // interval, arguments substituted) are one run, placed by the engine's run tracker.
-        let position = Position::Tracked {
-            run: format!("grpc {m:?} {spec_json}"),
-            metric: m.name.clone(),
-        };
-        let out = self.call(&metric, deadline, position, at, None).await?;
+        let run = format!("grpc {m:?} {spec_json}");
+        let out = self
+            .provider
+            .analyze(&metric, run, at, deadline)
+            .await
+            .map_err(refused)?;
         Ok(measured(&out, |measurement| pb::AnalyzeResponse {
             measurement,
         }))

@@ -2,11 +2,39 @@
 
 use std::time::Duration;
 
+/// Why a text is not a duration; each message quotes the text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DurationError {
+    /// Nothing but white space.
+    #[error("an empty duration")]
+    Empty,
+    /// A part does not start with a number.
+    #[error("{0:?} is not a duration (like 30s, 5m, 1h30m, 7d)")]
+    NotADuration(String),
+    /// A number does not fit.
+    #[error("{0:?} has a number that is too large")]
+    NumberTooLarge(String),
+    /// A number has no unit after it.
+    #[error("{0:?} lacks a unit (ms, s, m, h, d, w, y)")]
+    NoUnit(String),
+    /// A unit is none of ms, s, m, h, d, w, y.
+    #[error("{text:?} has an unknown unit {unit:?} (ms, s, m, h, d, w, y)")]
+    UnknownUnit {
+        /// The whole text.
+        text: String,
+        /// The unit.
+        unit: String,
+    },
+    /// The total is more milliseconds than fit in 64 bits.
+    #[error("{0:?} is too long")]
+    TooLong(String),
+}
+
 /// Parses a Go/Prometheus-style duration. Units: ms, s, m, h, d, w, y (365 d). A bare `0` is zero.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
+pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
     let s = text.trim();
     if s.is_empty() {
-        return Err("an empty duration".into());
+        return Err(DurationError::Empty);
     }
     if s == "0" {
         return Ok(Duration::ZERO);
@@ -18,13 +46,11 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
             .find(|c: char| !c.is_ascii_digit())
             .unwrap_or(rest.len());
         if digits == 0 {
-            return Err(format!(
-                "{text:?} is not a duration (like 30s, 5m, 1h30m, 7d)"
-            ));
+            return Err(DurationError::NotADuration(text.into()));
         }
         let number: u128 = rest[..digits]
             .parse()
-            .map_err(|_| format!("{text:?} has a number that is too large"))?;
+            .map_err(|_| DurationError::NumberTooLarge(text.into()))?;
         rest = &rest[digits..];
         let unit_len = rest
             .find(|c: char| c.is_ascii_digit())
@@ -37,20 +63,21 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
             "d" => 86_400_000,
             "w" => 7 * 86_400_000,
             "y" => 365 * 86_400_000,
-            "" => return Err(format!("{text:?} lacks a unit (ms, s, m, h, d, w, y)")),
+            "" => return Err(DurationError::NoUnit(text.into())),
             other => {
-                return Err(format!(
-                    "{text:?} has an unknown unit {other:?} (ms, s, m, h, d, w, y)"
-                ))
+                return Err(DurationError::UnknownUnit {
+                    text: text.into(),
+                    unit: other.into(),
+                })
             }
         };
         rest = &rest[unit_len..];
         total_ms = number
             .checked_mul(unit_ms)
             .and_then(|v| total_ms.checked_add(v))
-            .ok_or_else(|| format!("{text:?} is too long"))?;
+            .ok_or_else(|| DurationError::TooLong(text.into()))?;
     }
-    let ms = u64::try_from(total_ms).map_err(|_| format!("{text:?} is too long"))?;
+    let ms = u64::try_from(total_ms).map_err(|_| DurationError::TooLong(text.into()))?;
     Ok(Duration::from_millis(ms))
 }
 
@@ -98,8 +125,14 @@ mod tests {
     #[test]
     fn rejects_malformed_durations_with_reason() {
         assert!(parse_duration("").is_err());
-        assert!(parse_duration("10").unwrap_err().contains("unit"));
-        assert!(parse_duration("5x").unwrap_err().contains("unknown unit"));
+        assert!(parse_duration("10")
+            .unwrap_err()
+            .to_string()
+            .contains("unit"));
+        assert!(parse_duration("5x")
+            .unwrap_err()
+            .to_string()
+            .contains("unknown unit"));
         assert!(parse_duration("m5").is_err());
         assert!(parse_duration("-5m").is_err());
         assert!(parse_duration("99999999999999999999999999y").is_err());

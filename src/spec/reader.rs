@@ -155,7 +155,7 @@ impl<'a> ObjectReader<'a> {
                     .map_err(|why| SpecError::Invalid {
                         path: self.path_of(key),
                         expected: "a duration like 30s, 5m or 1h".into(),
-                        got: why,
+                        got: why.to_string(),
                     })
             }
             Some(other) => Err(invalid(

@@ -50,12 +50,4 @@ pub enum StatsError {
     /// A sample too large for the pairwise-difference selection (2^32 values or more).
     #[error("{0}: too many values (at most 4,294,967,295)")]
     SampleTooLarge(&'static str),
-    /// A simulation scenario had an impossible parameter.
-    #[error("scenario {name}: {what}")]
-    Scenario {
-        /// The scenario's name.
-        name: String,
-        /// What is wrong with it.
-        what: &'static str,
-    },
 }

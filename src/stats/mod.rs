@@ -9,7 +9,8 @@
 //!   judged by a rank test on the bucketed requests or an exact count above a bucket bound.
 //! - [`Look`] and [`look_alpha`]: the error-spending rule that keeps the false-failure rate of a
 //!   whole run of repeated checks at or below `1 - confidence`.
-//! - [`simulate`]: the seeded simulation that shows those rates.
+//!
+//! The seeded simulations that show those rates are dev-only, in `tests/simulation`.
 //!
 //! `docs/statistics.md` explains the methods, their assumptions and the measured figures.
 
@@ -24,16 +25,17 @@ mod format;
 mod group_sequential;
 mod histogram;
 mod histogram_edetector;
-mod histogram_simulation;
 mod hodges_lehmann;
 mod mann_whitney;
 mod normal;
-mod open_ended_simulation;
 mod pairwise;
 mod ratio;
 mod rng;
+// Exact binomial draws, for the unit tests that simulate runs; the simulations' own file.
+#[cfg(test)]
+#[path = "../../tests/simulation/sampler.rs"]
+mod sampler;
 mod sequential;
-mod simulation;
 mod sort;
 mod unconditional;
 
@@ -49,26 +51,18 @@ pub use histogram::{
     compare_histograms, HistogramError, HistogramOptions, HistogramOutcome, RankTest,
 };
 pub use histogram_edetector::HistogramDetector;
-pub use histogram_simulation::{
-    histogram_scenarios, simulate_histogram, HistogramScenario, DEFAULT_BUCKETS,
-};
 pub use hodges_lehmann::{hodges_lehmann, HodgesLehmann};
 pub use mann_whitney::{
     mann_whitney_u, mann_whitney_u_with, Alternative, MannWhitney, Method, MethodChoice,
-};
-pub use open_ended_simulation::{
-    open_ended_scenarios, simulate_open_ended, wilson, OpenEndedRow, OpenEndedScenario,
 };
 pub use ratio::{
     compare_ratio, enough_requests, ratio_p_value, RatioInput, RatioOptions, RatioOutcome,
     RatioSide, RatioTest,
 };
-pub use rng::{BinomialSampler, SplitMix64};
 pub use sequential::{look_alpha, spent_alpha, Design, Look};
-pub use simulation::{
-    latency_scenarios, simulate, simulate_latency, standard_scenarios, standard_scenarios_with,
-    LatencyScenario, Scenario, SimulationRow,
-};
+
+#[cfg(test)]
+pub(crate) use {rng::SplitMix64, sampler::BinomialSampler};
 
 use serde::Serialize;
 

@@ -22,6 +22,8 @@
 mod grpc_support;
 #[path = "../serve_common/mod.rs"]
 mod serve_common;
+#[path = "../simulation/mod.rs"]
+mod simulation;
 #[path = "../support/mod.rs"]
 mod support;
 

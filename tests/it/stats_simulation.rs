@@ -3,9 +3,11 @@
 //! Debug builds simulate 1,000 rollouts per scenario; release builds (`cargo test --release`)
 //! the full 10,000 of the documented table.
 
-use rollgate::stats::{
+use rollgate::stats::Design;
+
+use crate::simulation::{
     histogram_scenarios, latency_scenarios, simulate, simulate_histogram, simulate_latency,
-    standard_scenarios_with, Design, SimulationRow,
+    standard_scenarios_with, wilson, SimulationRow,
 };
 
 fn runs() -> usize {
@@ -233,22 +235,13 @@ fn histogram_form_keeps_the_budget_and_catches_a_fifty_percent_slowdown() {
     assert_eq!(quiet.inconclusive_at_end, quiet.runs);
 }
 
-/// The Wilson score interval at 95 % for `k` of `n`.
-fn wilson(k: usize, n: usize) -> (f64, f64) {
-    let (k, n, z) = (k as f64, n as f64, 1.959_963_984_540_054);
-    let p = k / n;
-    let centre = (p + z * z / (2.0 * n)) / (1.0 + z * z / n);
-    let half = z * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt() / (1.0 + z * z / n);
-    (centre - half, centre + half)
-}
-
 /// Open-ended runs (no `count`) judged by the e-detector: the table of docs/statistics.md at 200
 /// runs per row (the documented table has 2,000: `cargo run --release --example
 /// open_ended_simulation -- --runs 2000`). Each bound is asserted on the point estimate, and the
 /// Wilson interval must not exclude it.
 #[test]
 fn open_ended_runs_keep_their_false_failure_bound_and_their_power_over_10000_checks() {
-    use rollgate::stats::{open_ended_scenarios, simulate_open_ended};
+    use crate::simulation::{open_ended_scenarios, simulate_open_ended};
     let runs = if cfg!(debug_assertions) { 20 } else { 200 };
     let scenarios = open_ended_scenarios();
     let find = |name: &str| {
@@ -288,14 +281,14 @@ fn open_ended_runs_keep_their_false_failure_bound_and_their_power_over_10000_che
     assert!(two <= 2 * one, "{one} vs {two}");
 }
 
-/// Open-ended histogram-form runs (`tests/support/open_ended_histogram.rs`; the documented table
+/// Open-ended histogram-form runs (`tests/simulation/open_ended_histogram.rs`; the documented table
 /// has 200 runs a row: `cargo run --release --example open_ended_simulation -- --histogram
 /// --runs 200`). Few runs, to keep CI short; each bound still fails if the detector loses its
 /// validity (a healthy or at-tolerance canary failed in more than one run of twelve) or its
 /// power (a late +50 % slowdown missed in more than a fifth of runs within 60 checks).
 #[test]
 fn open_ended_histogram_runs_keep_their_bound_and_catch_a_late_slowdown() {
-    use crate::support::open_ended_histogram::{scenarios, simulate};
+    use crate::simulation::open_ended_histogram::{scenarios, simulate};
     let (healthy_runs, regression_runs) = if cfg!(debug_assertions) {
         (2, 5)
     } else {

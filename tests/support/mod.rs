@@ -9,7 +9,6 @@
 pub mod fault_proxy;
 pub mod gohost;
 pub mod inventories;
-pub mod open_ended_histogram;
 pub mod procfs;
 pub mod prom;
 pub mod rules_cli;

@@ -14,9 +14,8 @@ mod report;
 mod rules;
 mod state;
 
-pub use plan::FleetPlan;
+pub use plan::{FleetPlan, FleetPlanError};
 
-pub use rules::RulePlacement;
 // For `rollgate dashboard` (engine::dashboard): the same version matcher as the gate.
 pub(crate) use promql::{expected_matcher, quote, render_selector};
 

@@ -85,6 +85,28 @@ pub struct FleetPlan {
     pub queries: BTreeMap<String, String>,
 }
 
+/// Why a fleet metric has no plan.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FleetPlanError {
+    /// The metric is Argo's built-in provider or another plugin's.
+    #[error("metric {0} is not a rollgate metric")]
+    NotRollgate(String),
+    /// The metric is a rollgate metric of another kind.
+    #[error("metric {0} has no fleet: block")]
+    NotFleet(String),
+    /// Its Prometheus settings do not resolve (the address, its credentials).
+    #[error("{0}")]
+    Prometheus(String),
+    /// The gate could not judge the fleet: its phase and message.
+    #[error("the fleet gate gives {phase:?}: {message}")]
+    NotJudged {
+        /// The gate's phase (Error when it has none).
+        phase: crate::measurement::Phase,
+        /// The gate's message.
+        message: String,
+    },
+}
+
 impl Engine {
     /// The plan of fleet metric `metric`, measured now (or at `opts.at`) with the gate's
     /// queries. `Err` when it is not a fleet metric, or the gate itself could not judge.
@@ -92,14 +114,16 @@ impl Engine {
         &self,
         metric: &Metric,
         opts: &EvalOptions,
-    ) -> Result<FleetPlan, String> {
+    ) -> Result<FleetPlan, FleetPlanError> {
         let Provider::Rollgate(rs) = &metric.provider else {
-            return Err(format!("metric {} is not a rollgate metric", metric.name));
+            return Err(FleetPlanError::NotRollgate(metric.name.clone()));
         };
         let MetricKind::Fleet(spec) = &rs.kind else {
-            return Err(format!("metric {} has no fleet: block", metric.name));
+            return Err(FleetPlanError::NotFleet(metric.name.clone()));
         };
-        let config = self.resolve(&rs.prometheus)?;
+        let config = self
+            .resolve(&rs.prometheus)
+            .map_err(FleetPlanError::Prometheus)?;
         let pinned = EvalOptions {
             at: Some(opts.at.unwrap_or_else(Utc::now)),
             ..opts.clone()
@@ -112,11 +136,10 @@ impl Engine {
         {
             Ok(j) => j,
             Err(done) => {
-                return Err(format!(
-                    "the fleet gate gives {:?}: {}",
-                    done.phase.unwrap_or(crate::measurement::Phase::Error),
-                    done.message
-                ))
+                return Err(FleetPlanError::NotJudged {
+                    phase: done.phase.unwrap_or(crate::measurement::Phase::Error),
+                    message: done.message,
+                })
             }
         };
         // After judging: the second round (the last-seen lookup) adds its query there.

@@ -7,8 +7,8 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
-
+use crate::engine::rules::document::{prometheus_rule, Rule};
+use crate::engine::rules::{Alert, RuleError, RuleOptions};
 use crate::engine::Engine;
 use crate::spec::duration::format_duration;
 use crate::spec::{ExpectedTargets, FleetSpec, LabelMatcher, MatchKind};
@@ -22,55 +22,6 @@ use super::promql::{
 /// How long a workload must stay stalled before its alert fires.
 const STALL_FOR: &str = "15m";
 
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct PrometheusRule {
-    api_version: &'static str,
-    kind: &'static str,
-    metadata: ObjectMeta,
-    spec: RuleSpec,
-}
-
-#[derive(Serialize)]
-struct ObjectMeta {
-    name: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    namespace: Option<String>,
-    labels: BTreeMap<String, String>,
-}
-
-/// Where the PrometheusRule goes: its namespace and the extra labels a prometheus-operator
-/// `ruleSelector` / `ruleNamespaceSelector` picks it up by (kube-prometheus-stack selects
-/// `release: <its release name>`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RulePlacement {
-    /// `metadata.namespace`; none: whatever namespace it is applied to.
-    pub namespace: Option<String>,
-    /// Extra `metadata.labels`.
-    pub labels: Vec<(String, String)>,
-}
-
-#[derive(Serialize)]
-struct RuleSpec {
-    groups: Vec<RuleGroup>,
-}
-
-#[derive(Serialize)]
-struct RuleGroup {
-    name: String,
-    rules: Vec<AlertRule>,
-}
-
-#[derive(Serialize)]
-struct AlertRule {
-    alert: String,
-    expr: String,
-    #[serde(rename = "for", skip_serializing_if = "Option::is_none")]
-    for_: Option<String>,
-    labels: BTreeMap<String, String>,
-    annotations: BTreeMap<String, String>,
-}
-
 impl Engine {
     /// The PrometheusRule (monitoring.coreos.com/v1, as YAML) with the alerts of fleet metric
     /// `metric` of template `template`.
@@ -78,18 +29,16 @@ impl Engine {
         template: &str,
         metric: &str,
         spec: &FleetSpec,
-        placement: &RulePlacement,
-    ) -> Result<String, String> {
-        let mut rule = prometheus_rule(template, metric, spec);
-        rule.metadata.namespace = placement.namespace.clone();
-        for (k, v) in &placement.labels {
-            rule.metadata.labels.insert(k.clone(), v.clone());
-        }
-        serde_yaml_ng::to_string(&rule).map_err(|e| format!("cannot write the rule as YAML: {e}"))
+        options: &RuleOptions,
+    ) -> Result<String, RuleError> {
+        let alerts = alerts(template, metric, spec);
+        let rules = alerts.iter().map(Rule::Alert).collect();
+        prometheus_rule("fleet", template, metric, rules, options)
     }
 }
 
-fn prometheus_rule(template: &str, metric: &str, spec: &FleetSpec) -> PrometheusRule {
+/// The fleet metric's alerts.
+fn alerts(template: &str, metric: &str, spec: &FleetSpec) -> Vec<Alert> {
     let g = &spec.group_by;
     let target = format!("{{{{ $labels.{g} }}}}");
     let labels = |severity: &str| {
@@ -110,7 +59,7 @@ fn prometheus_rule(template: &str, metric: &str, spec: &FleetSpec) -> Prometheus
 
     if let Some(inventory) = inventory(spec) {
         let ms = format_duration(spec.max_staleness);
-        rules.push(AlertRule {
+        rules.push(Alert {
             alert: "RollgateFleetTargetSilent".into(),
             expr: excuse(
                 spec,
@@ -140,7 +89,7 @@ fn prometheus_rule(template: &str, metric: &str, spec: &FleetSpec) -> Prometheus
                 )
             })
             .collect();
-        rules.push(AlertRule {
+        rules.push(Alert {
             alert: "RollgateFleetWorkloadStalled".into(),
             expr: excuse(spec, stalls.join(" or ")),
             for_: Some(STALL_FOR.into()),
@@ -154,7 +103,7 @@ fn prometheus_rule(template: &str, metric: &str, spec: &FleetSpec) -> Prometheus
 
     if let Some(deadline) = spec.completion_deadline {
         let deadline = format_duration(deadline);
-        rules.push(AlertRule {
+        rules.push(Alert {
             alert: "RollgateFleetOldVersionPastDeadline".into(),
             expr: excuse(spec, old_version_expr(spec)),
             for_: Some(deadline.clone()),
@@ -177,7 +126,7 @@ fn prometheus_rule(template: &str, metric: &str, spec: &FleetSpec) -> Prometheus
         });
         let outside = render_selector(spec.series.metric.as_deref(), &matchers);
         let label = &v.label;
-        rules.push(AlertRule {
+        rules.push(Alert {
             alert: "RollgateFleetUnsupportedVersion".into(),
             expr: excuse(
                 spec,
@@ -215,7 +164,7 @@ fn prometheus_rule(template: &str, metric: &str, spec: &FleetSpec) -> Prometheus
             .hold_for
             .map(|h| format!(" (for all of holdFor {})", format_duration(h)))
             .unwrap_or_default();
-        rules.push(AlertRule {
+        rules.push(Alert {
             alert: format!("RollgateFleetCompletionTier{}", i + 1),
             expr: format!(
                 "({} < {share}) and on () ((vector(time()) - {start}) > {})",
@@ -231,28 +180,7 @@ fn prometheus_rule(template: &str, metric: &str, spec: &FleetSpec) -> Prometheus
         });
     }
 
-    PrometheusRule {
-        api_version: "monitoring.coreos.com/v1",
-        kind: "PrometheusRule",
-        metadata: ObjectMeta {
-            name: dns_name(&if template.starts_with("rollgate") {
-                format!("{template}-{metric}")
-            } else {
-                format!("rollgate-{template}-{metric}")
-            }),
-            namespace: None,
-            labels: BTreeMap::from([(
-                "app.kubernetes.io/managed-by".to_string(),
-                "rollgate".to_string(),
-            )]),
-        },
-        spec: RuleSpec {
-            groups: vec![RuleGroup {
-                name: format!("rollgate.fleet.{template}.{metric}"),
-                rules,
-            }],
-        },
-    }
+    rules
 }
 
 /// The expected targets as a vector with one series per target; `None` when the inventory is
@@ -393,24 +321,6 @@ fn balanced_or(items: &[String]) -> String {
     }
 }
 
-/// A Kubernetes object name: lower case alphanumerics and `-`, at most 253 characters.
-fn dns_name(text: &str) -> String {
-    let mut out = String::new();
-    for c in text.chars().flat_map(char::to_lowercase) {
-        if c.is_ascii_alphanumeric() || c == '.' {
-            out.push(c);
-        } else if !out.ends_with('-') {
-            out.push('-');
-        }
-    }
-    let trimmed: String = out
-        .trim_matches(|c| c == '-' || c == '.')
-        .chars()
-        .take(253)
-        .collect();
-    trimmed.trim_end_matches(['-', '.']).to_string()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -434,10 +344,9 @@ mod tests {
 
     #[test]
     fn every_expression_parses() {
-        let rule = prometheus_rule("t", "m", &spec(json!({})));
-        let rules = &rule.spec.groups[0].rules;
+        let rules = alerts("t", "m", &spec(json!({})));
         assert_eq!(rules.len(), 3);
-        for r in rules {
+        for r in &rules {
             crate::spec::check_promql(&r.alert, &r.expr).unwrap();
         }
         assert!(rules[0].expr.contains("< 1798761600"), "{}", rules[0].expr);
@@ -452,12 +361,8 @@ mod tests {
     #[test]
     fn reporting_inventory_has_no_silence_alert() {
         let f = spec(json!({"expectedTargets": "reporting", "workloads": false}));
-        let rule = prometheus_rule("t", "m", &f);
-        let names: Vec<&str> = rule.spec.groups[0]
-            .rules
-            .iter()
-            .map(|r| r.alert.as_str())
-            .collect();
+        let rules = alerts("t", "m", &f);
+        let names: Vec<&str> = rules.iter().map(|r| r.alert.as_str()).collect();
         assert_eq!(names, vec!["RollgateFleetOldVersionPastDeadline"]);
     }
 
@@ -476,9 +381,5 @@ mod tests {
             max = max.max(depth);
         }
         assert!(max <= 10, "{max}");
-        assert_eq!(
-            dns_name("rollgate-Fleet Gate_x-node-agent"),
-            "rollgate-fleet-gate-x-node-agent"
-        );
     }
 }

@@ -1,5 +1,5 @@
-//! The PrometheusRule objects `rollgate rules` prints, with where they go and how often their
-//! group is evaluated.
+//! The one PrometheusRule model: the object `rollgate rules` prints for every kind (`query`,
+//! `compare`, `fleet`), with where it goes and how often its group is evaluated.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -7,13 +7,22 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::spec::duration::format_duration;
-use crate::spec::FleetSpec;
 
-use super::super::{Engine, RulePlacement};
-use super::MetricRules;
+use super::{Alert, Record};
 
 /// `apiVersion` of the objects (prometheus-operator's PrometheusRule).
 pub const RULE_API_VERSION: &str = "monitoring.coreos.com/v1";
+
+/// Where the PrometheusRule goes: its namespace and the extra labels a prometheus-operator
+/// `ruleSelector` / `ruleNamespaceSelector` picks it up by (kube-prometheus-stack selects
+/// `release: <its release name>`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RulePlacement {
+    /// `metadata.namespace`; none: whatever namespace it is applied to.
+    pub namespace: Option<String>,
+    /// Extra `metadata.labels`.
+    pub labels: Vec<(String, String)>,
+}
 
 /// Where the objects go and their groups' evaluation interval.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -24,13 +33,31 @@ pub struct RuleOptions {
     pub group_interval: Option<Duration>,
 }
 
+/// Why a PrometheusRule could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum RuleError {
+    /// The YAML writer refused the object.
+    #[error("cannot write the rule as YAML: {0}")]
+    Yaml(#[from] serde_yaml_ng::Error),
+}
+
+/// One rule of a group, as the YAML has it.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub(crate) enum Rule<'a> {
+    /// A recording rule.
+    Record(&'a Record),
+    /// An alerting rule.
+    Alert(&'a Alert),
+}
+
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct Object {
+struct PrometheusRule<'a> {
     api_version: &'static str,
     kind: &'static str,
     metadata: Meta,
-    spec: Spec,
+    spec: Spec<'a>,
 }
 
 #[derive(Serialize)]
@@ -42,106 +69,49 @@ struct Meta {
 }
 
 #[derive(Serialize)]
-struct Spec {
-    groups: Vec<Group>,
+struct Spec<'a> {
+    groups: Vec<Group<'a>>,
 }
 
 #[derive(Serialize)]
-struct Group {
+struct Group<'a> {
     name: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     interval: Option<String>,
-    rules: Vec<Rule>,
+    rules: Vec<Rule<'a>>,
 }
 
-#[derive(Serialize)]
-#[serde(untagged)]
-enum Rule {
-    Record {
-        record: String,
-        expr: String,
-    },
-    Alert {
-        alert: String,
-        expr: String,
-        labels: BTreeMap<String, String>,
-        annotations: BTreeMap<String, String>,
-    },
-}
-
-impl Engine {
-    /// The PrometheusRule (YAML) of a `query` or `compare` metric's rules.
-    pub fn metric_prometheus_rule(
-        rules: &MetricRules,
-        options: &RuleOptions,
-    ) -> Result<String, String> {
-        let mut labels = BTreeMap::from([(
-            "app.kubernetes.io/managed-by".to_string(),
-            "rollgate".to_string(),
-        )]);
-        labels.extend(options.placement.labels.iter().cloned());
-        let mut items: Vec<Rule> = rules
-            .records
-            .iter()
-            .map(|r| Rule::Record {
-                record: r.record.clone(),
-                expr: r.expr.clone(),
-            })
-            .collect();
-        items.extend(rules.alerts.iter().map(|a| Rule::Alert {
-            alert: a.alert.clone(),
-            expr: a.expr.clone(),
-            labels: a.labels.clone(),
-            annotations: a.annotations.clone(),
-        }));
-        let object = Object {
-            api_version: RULE_API_VERSION,
-            kind: "PrometheusRule",
-            metadata: Meta {
-                name: object_name(&rules.template, &rules.metric),
-                namespace: options.placement.namespace.clone(),
-                labels,
-            },
-            spec: Spec {
-                groups: vec![Group {
-                    name: format!(
-                        "rollgate.{}.{}.{}",
-                        rules.kind, rules.template, rules.metric
-                    ),
-                    interval: options.group_interval.map(format_duration),
-                    rules: items,
-                }],
-            },
-        };
-        serde_yaml_ng::to_string(&object).map_err(|e| format!("cannot write the rule as YAML: {e}"))
-    }
-
-    /// The fleet generator's PrometheusRule with the groups' `interval` set.
-    pub fn fleet_rule_with_options(
-        template: &str,
-        metric: &str,
-        spec: &FleetSpec,
-        options: &RuleOptions,
-    ) -> Result<String, String> {
-        let text = Engine::fleet_prometheus_rule(template, metric, spec, &options.placement)?;
-        let Some(interval) = options.group_interval else {
-            return Ok(text);
-        };
-        let mut value: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text)
-            .map_err(|e| format!("cannot read the fleet rule back: {e}"))?;
-        if let Some(groups) = value
-            .get_mut("spec")
-            .and_then(|s| s.get_mut("groups"))
-            .and_then(|g| g.as_sequence_mut())
-        {
-            for g in groups {
-                if let Some(map) = g.as_mapping_mut() {
-                    map.insert("interval".into(), format_duration(interval).into());
-                }
-            }
-        }
-        serde_yaml_ng::to_string(&value).map_err(|e| format!("cannot write the rule as YAML: {e}"))
-    }
+/// The PrometheusRule (YAML) `rollgate-<template>-<metric>` with one group,
+/// `rollgate.<kind>.<template>.<metric>`, of `rules`.
+pub(crate) fn prometheus_rule(
+    kind: &str,
+    template: &str,
+    metric: &str,
+    rules: Vec<Rule<'_>>,
+    options: &RuleOptions,
+) -> Result<String, RuleError> {
+    let mut labels = BTreeMap::from([(
+        "app.kubernetes.io/managed-by".to_string(),
+        "rollgate".to_string(),
+    )]);
+    labels.extend(options.placement.labels.iter().cloned());
+    let object = PrometheusRule {
+        api_version: RULE_API_VERSION,
+        kind: "PrometheusRule",
+        metadata: Meta {
+            name: object_name(template, metric),
+            namespace: options.placement.namespace.clone(),
+            labels,
+        },
+        spec: Spec {
+            groups: vec![Group {
+                name: format!("rollgate.{kind}.{template}.{metric}"),
+                interval: options.group_interval.map(format_duration),
+                rules,
+            }],
+        },
+    };
+    Ok(serde_yaml_ng::to_string(&object)?)
 }
 
 /// A Kubernetes object name: `rollgate-<template>-<metric>`, lower case alphanumerics, `-`
@@ -162,4 +132,18 @@ fn object_name(template: &str, metric: &str) -> String {
     }
     let cut: String = out.trim_matches(['-', '.']).chars().take(253).collect();
     cut.trim_end_matches(['-', '.']).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn object_names_are_kubernetes_names() {
+        assert_eq!(
+            object_name("rollgate-Fleet Gate_x", "node-agent"),
+            "rollgate-fleet-gate-x-node-agent"
+        );
+        assert_eq!(object_name("web", "Error Rate"), "rollgate-web-error-rate");
+    }
 }

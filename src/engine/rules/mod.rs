@@ -8,14 +8,16 @@
 //! and where an alert is exact.
 
 mod compare;
-mod document;
+pub(crate) mod document;
 mod query;
 mod series;
 
-pub use document::{RuleOptions, RULE_API_VERSION};
+pub use document::{RuleError, RuleOptions, RulePlacement, RULE_API_VERSION};
 pub use series::{shape, Shape};
 
 use std::collections::BTreeMap;
+
+use serde::Serialize;
 
 use crate::spec::{Metric, MetricSpec};
 use crate::spec::{MetricKind, Provider};
@@ -23,7 +25,7 @@ use crate::spec::{MetricKind, Provider};
 use super::Engine;
 
 /// A recording rule.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Record {
     /// The recorded series' name (`rollgate:<template>_<metric>:<what>`).
     pub record: String,
@@ -31,13 +33,17 @@ pub struct Record {
     pub expr: String,
 }
 
-/// An alerting rule (fires as soon as its expression returns a series: no `for`).
-#[derive(Debug, Clone, PartialEq)]
+/// An alerting rule.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Alert {
     /// The alert's name.
     pub alert: String,
     /// The PromQL that fires it.
     pub expr: String,
+    /// How long the expression must hold before the alert fires; none: as soon as it returns
+    /// a series (every `query` and `compare` alert).
+    #[serde(rename = "for", skip_serializing_if = "Option::is_none")]
+    pub for_: Option<String>,
     /// The alert's labels.
     pub labels: BTreeMap<String, String>,
     /// The alert's annotations.
@@ -117,6 +123,7 @@ impl MetricRules {
         self.alerts.push(Alert {
             alert: alert.into(),
             expr,
+            for_: None,
             labels,
             annotations,
         });
@@ -175,6 +182,17 @@ pub enum MetricOutput {
 }
 
 impl Engine {
+    /// The PrometheusRule (YAML) of a `query` or `compare` metric's rules.
+    pub fn metric_prometheus_rule(
+        rules: &MetricRules,
+        options: &RuleOptions,
+    ) -> Result<String, RuleError> {
+        let items = (rules.records.iter().map(document::Rule::Record))
+            .chain(rules.alerts.iter().map(document::Rule::Alert))
+            .collect();
+        document::prometheus_rule(rules.kind, &rules.template, &rules.metric, items, options)
+    }
+
     /// The rules of `metric` of template `template`.
     pub fn metric_rules(template: &str, metric: &Metric) -> MetricOutput {
         let spec: &MetricSpec = match &metric.provider {

@@ -10,13 +10,21 @@
 //! counters at `t` minus those at `t - W`, as the cumulative `le` vector the engine receives.
 //! Argo's schedule: the first check after `initialDelay`, then one a minute, `failureLimit: 0`.
 
-use super::buckets::{format_le, Buckets};
-use super::histogram::{compare_histograms, HistogramOptions};
+use rollgate::stats::{compare_histograms, Buckets, HistogramOptions, Look, Verdict};
+
+use super::compare::SimulationRow;
 use super::normal::sf;
 use super::rng::SplitMix64;
-use super::sequential::Look;
-use super::simulation::SimulationRow;
-use super::{StatsError, Verdict};
+use super::SimError;
+
+/// A bound as Prometheus writes it in `le`.
+fn format_le(x: f64) -> String {
+    if x == f64::INFINITY {
+        "+Inf".into()
+    } else {
+        format!("{x}")
+    }
+}
 
 /// Prometheus client libraries' default latency buckets (seconds).
 pub const DEFAULT_BUCKETS: &[f64] = &[
@@ -59,8 +67,8 @@ pub fn simulate_histogram(
     scenario: &HistogramScenario,
     runs: usize,
     seed: u64,
-) -> Result<SimulationRow, StatsError> {
-    let bad = |what: &'static str| StatsError::Scenario {
+) -> Result<SimulationRow, SimError> {
+    let bad = |what: &'static str| SimError::Scenario {
         name: scenario.name.clone(),
         what,
     };

@@ -3,10 +3,11 @@
 //! the run fails. The engine feeds the detector the same cells (one per interval) from its
 //! range queries; this feeds it binomial draws.
 
-use super::edetector::{EDetector, Tolerance};
-use super::ratio::RatioInput;
-use super::rng::{BinomialSampler, SplitMix64};
-use super::{StatsError, Verdict};
+use rollgate::stats::{EDetector, RatioInput, Tolerance, Verdict};
+
+use super::rng::SplitMix64;
+use super::sampler::BinomialSampler;
+use super::SimError;
 
 /// One open-ended scenario: `checks` intervals of `requests` per side; stable's error rate
 /// `stable_rate` throughout; the canary's `canary_before` until check `onset` (1-based; `None`:
@@ -63,33 +64,19 @@ impl OpenEndedRow {
     }
 }
 
-/// Wilson's 95 % interval for `k` of `n`.
-#[allow(clippy::cast_precision_loss)]
-pub fn wilson(k: usize, n: usize) -> (f64, f64) {
-    if n == 0 {
-        return (0.0, 1.0);
-    }
-    let (k, n, z) = (k as f64, n as f64, 1.959_964);
-    let p = k / n;
-    let den = 1.0 + z * z / n;
-    let mid = (p + z * z / (2.0 * n)) / den;
-    let half = z * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt() / den;
-    ((mid - half).max(0.0), (mid + half).min(1.0))
-}
-
 /// Simulates `runs` runs of `s` from `seed`.
 pub fn simulate_open_ended(
     s: &OpenEndedScenario,
     runs: usize,
     seed: u64,
-) -> Result<OpenEndedRow, StatsError> {
+) -> Result<OpenEndedRow, SimError> {
     for (what, p) in [
         ("a rate outside [0, 1]", s.stable_rate),
         ("a rate outside [0, 1]", s.canary_before),
         ("a rate outside [0, 1]", s.canary_after),
     ] {
         if !(0.0..=1.0).contains(&p) {
-            return Err(StatsError::Scenario {
+            return Err(SimError::Scenario {
                 name: s.name.clone(),
                 what,
             });
@@ -202,13 +189,6 @@ pub fn open_ended_scenarios() -> Vec<OpenEndedScenario> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn wilson_brackets_the_rate() {
-        let (lo, hi) = wilson(5, 100);
-        assert!(lo < 0.05 && hi > 0.05 && lo > 0.0);
-        assert_eq!(wilson(0, 0), (0.0, 1.0));
-    }
 
     #[test]
     fn a_late_regression_fails_soon_after_its_onset() {

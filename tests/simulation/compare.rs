@@ -7,12 +7,14 @@
 
 use serde::Serialize;
 
-use super::distribution::{compare_distributions, Direction, DistOptions};
-use super::error::StatsError;
-use super::ratio::{compare_ratio, RatioInput, RatioOptions};
-use super::rng::{BinomialSampler, SplitMix64};
-use super::sequential::{Design, Look};
-use super::Verdict;
+use rollgate::stats::{
+    compare_distributions, compare_ratio, Design, Direction, DistOptions, Look, RatioInput,
+    RatioOptions, Verdict,
+};
+
+use super::rng::SplitMix64;
+use super::sampler::BinomialSampler;
+use super::SimError;
 
 /// A ratio-form rollout: per-check traffic and true bad-event rates of both sides.
 #[derive(Debug, Clone, PartialEq)]
@@ -165,7 +167,7 @@ pub struct SimulationRow {
 }
 
 /// Simulates `runs` rollouts of a ratio-form scenario.
-pub fn simulate(scenario: &Scenario, runs: usize, seed: u64) -> Result<SimulationRow, StatsError> {
+pub fn simulate(scenario: &Scenario, runs: usize, seed: u64) -> Result<SimulationRow, SimError> {
     check_scenario(
         &scenario.name,
         scenario.checks,
@@ -215,16 +217,16 @@ pub fn simulate_latency(
     scenario: &LatencyScenario,
     runs: usize,
     seed: u64,
-) -> Result<SimulationRow, StatsError> {
+) -> Result<SimulationRow, SimError> {
     check_scenario(&scenario.name, scenario.checks, [0.5, 0.5])?;
     if !(scenario.stable_median > 0.0 && scenario.canary_median > 0.0 && scenario.log_sd >= 0.0) {
-        return Err(StatsError::Scenario {
+        return Err(SimError::Scenario {
             name: scenario.name.clone(),
             what: "medians must be > 0 and the log spread >= 0",
         });
     }
     if !(0.0..1.0).contains(&scenario.rho) {
-        return Err(StatsError::Scenario {
+        return Err(SimError::Scenario {
             name: scenario.name.clone(),
             what: "rho must lie in [0, 1)",
         });
@@ -405,15 +407,15 @@ fn look(index: u32, checks: u32, plan_known: bool) -> Look {
     }
 }
 
-fn check_scenario(name: &str, checks: u32, rates: [f64; 2]) -> Result<(), StatsError> {
+fn check_scenario(name: &str, checks: u32, rates: [f64; 2]) -> Result<(), SimError> {
     if checks == 0 {
-        return Err(StatsError::Scenario {
+        return Err(SimError::Scenario {
             name: name.to_string(),
             what: "a run needs at least one check",
         });
     }
     if rates.iter().any(|r| !(0.0..=1.0).contains(r)) {
-        return Err(StatsError::Scenario {
+        return Err(SimError::Scenario {
             name: name.to_string(),
             what: "rates must lie in [0, 1]",
         });
@@ -481,10 +483,7 @@ mod tests {
     fn rejects_impossible_scenarios() {
         let mut s = standard_scenarios()[0].clone();
         s.canary_rate = 1.5;
-        assert!(matches!(
-            simulate(&s, 1, 1),
-            Err(StatsError::Scenario { .. })
-        ));
+        assert!(matches!(simulate(&s, 1, 1), Err(SimError::Scenario { .. })));
         s.canary_rate = 0.01;
         s.checks = 0;
         assert!(simulate(&s, 1, 1).is_err());

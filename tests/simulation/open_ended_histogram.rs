@@ -9,9 +9,9 @@
 //! lands in the bucket its latency falls in, and each interval's `increase(..._bucket[1m])` is
 //! that minute's cumulative `le` vector.
 //!
-//! Shared by `examples/open_ended_simulation.rs` (the table in docs/statistics.md) and
-//! `tests/it/stats_simulation.rs` (its assertions); it has its own generator so that it does
-//! not depend on the library's simulation code.
+//! Part of the dev-only simulation module; shared by `examples/open_ended_simulation.rs` (the
+//! table in docs/statistics.md) and `tests/it/stats_simulation.rs` (its assertions). It has its
+//! own generator, so its rows do not move when the other simulations' draws change.
 
 use rollgate::stats::{Buckets, HistogramDetector, Verdict};
 
