@@ -54,8 +54,13 @@ pub struct OAuth2Config {
     pub token_url: String,
     /// The client id, sent as is.
     pub client_id: String,
-    /// File holding the client secret (trimmed); read on every token request, never shown.
-    pub client_secret_file: PathBuf,
+    /// File holding the client secret (trimmed), sent with HTTP Basic; read on every token
+    /// request, never shown. Exactly one of this and `client_assertion_file` is set.
+    pub client_secret_file: Option<PathBuf>,
+    /// File holding a signed client assertion (a JWT, RFC 7523 section 2.2), e.g. the
+    /// federated token Azure workload identity projects into the pod; read on every token
+    /// request (it is rotated), never shown.
+    pub client_assertion_file: Option<PathBuf>,
     /// Scopes asked for (space-joined in the request); none: the endpoint's default.
     pub scopes: Vec<String>,
     /// Extra form parameters of the token request (e.g. Azure's `resource`, an `audience`).

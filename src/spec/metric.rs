@@ -333,14 +333,38 @@ fn read_oauth2(mut o: ObjectReader<'_>) -> Result<OAuth2Config, SpecError> {
     let token_url = o.required_string("tokenUrl", "the token endpoint's URL")?;
     let token_url = check_address(&o.path_of("tokenUrl"), &token_url)?;
     let client_id = o.required_string("clientId", "the client id")?;
-    let client_secret_file =
-        o.required_string("clientSecretFile", "a file holding the client secret")?;
+    let client_secret_file = o.string("clientSecretFile")?.map(PathBuf::from);
+    let client_assertion_file = o.string("clientAssertionFile")?.map(PathBuf::from);
+    match (&client_secret_file, &client_assertion_file) {
+        (Some(_), Some(_)) => {
+            return Err(SpecError::Conflict {
+                path: o.path().to_string(),
+                message: "clientSecretFile and clientAssertionFile exclude each other".into(),
+            })
+        }
+        (None, None) => {
+            return Err(SpecError::Missing {
+                path: o.path_of("clientSecretFile"),
+                hint: "a file holding the client secret (or clientAssertionFile: a file holding a signed client assertion, as Azure workload identity projects)".into(),
+            })
+        }
+        _ => {}
+    }
     let scopes = string_list(&mut o, "scopes")?;
     let mut endpoint_params = o.string_map("endpointParams")?;
     endpoint_params.sort();
     for (name, _) in &endpoint_params {
         // These carry the grant itself; a parameter could not override them unnoticed.
-        if ["grant_type", "client_id", "client_secret", "scope"].contains(&name.as_str()) {
+        if [
+            "grant_type",
+            "client_id",
+            "client_secret",
+            "client_assertion",
+            "client_assertion_type",
+            "scope",
+        ]
+        .contains(&name.as_str())
+        {
             return Err(SpecError::Conflict {
                 path: format!("{}.{name}", o.path_of("endpointParams")),
                 message: "set by rollgate from tokenUrl, clientId, clientSecretFile and scopes"
@@ -352,7 +376,8 @@ fn read_oauth2(mut o: ObjectReader<'_>) -> Result<OAuth2Config, SpecError> {
     Ok(OAuth2Config {
         token_url,
         client_id,
-        client_secret_file: PathBuf::from(client_secret_file),
+        client_secret_file,
+        client_assertion_file,
         scopes,
         endpoint_params,
     })

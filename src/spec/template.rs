@@ -463,7 +463,12 @@ impl Metric {
             files.push(("basicAuth.passwordFile", b.password_file.as_path()));
         }
         if let Some(o) = &p.oauth2 {
-            files.push(("oauth2.clientSecretFile", o.client_secret_file.as_path()));
+            if let Some(f) = &o.client_secret_file {
+                files.push(("oauth2.clientSecretFile", f.as_path()));
+            }
+            if let Some(f) = &o.client_assertion_file {
+                files.push(("oauth2.clientAssertionFile", f.as_path()));
+            }
         }
         if let Some(f) = p.google.as_ref().and_then(|g| g.credentials_file.as_ref()) {
             files.push(("google.credentialsFile", f.as_path()));
@@ -485,8 +490,12 @@ impl Metric {
             Some("bearerTokenFile")
         } else if p.basic_auth.is_some() {
             Some("basicAuth")
-        } else if p.oauth2.is_some() {
-            Some("oauth2.clientSecretFile")
+        } else if let Some(o) = &p.oauth2 {
+            Some(if o.client_assertion_file.is_some() {
+                "oauth2.clientAssertionFile"
+            } else {
+                "oauth2.clientSecretFile"
+            })
         } else if let Some(g) = &p.google {
             // The metadata server's token is this machine's own identity: a credential of the
             // operator's as much as a file is.

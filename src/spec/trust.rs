@@ -68,6 +68,11 @@ fn config_problems(path: &str, p: &Value, problems: &mut Vec<String>) {
             o.get("clientSecretFile"),
             problems,
         );
+        file(
+            "oauth2.clientAssertionFile",
+            o.get("clientAssertionFile"),
+            problems,
+        );
         // The client secret goes to the token endpoint: its address is as much the
         // credential's destination as the Prometheus address is the token's.
         if let Some(url) = o.get("tokenUrl").filter(|u| has_placeholder(u)) {

@@ -40,6 +40,7 @@ fn at_base() -> EvalOptions {
 enum Auth {
     None,
     OAuth2,
+    OAuth2Assertion,
     GoogleKey,
     GoogleMetadata,
 }
@@ -53,6 +54,12 @@ fn auth_keys(auth: Auth, s: &TokenStandIn) -> Value {
             "clientSecretFile": s.secret_file,
             "scopes": ["https://prometheus.monitor.azure.com/.default"],
             "endpointParams": {"audience": "rollgate-test"},
+        }}),
+        Auth::OAuth2Assertion => json!({"oauth2": {
+            "tokenUrl": format!("{}/oauth2/token", s.url),
+            "clientId": CLIENT_ID,
+            "clientAssertionFile": s.assertion_file,
+            "scopes": ["https://prometheus.monitor.azure.com/.default"],
         }}),
         Auth::GoogleKey => json!({"google": {"credentialsFile": s.key_file}}),
         Auth::GoogleMetadata => json!({"google": {
@@ -149,14 +156,24 @@ async fn the_scenario_matrix_gives_the_same_verdicts_through_each_auth_mode() {
         ],
         "{plain:?}"
     );
-    for auth in [Auth::OAuth2, Auth::GoogleKey, Auth::GoogleMetadata] {
+    for auth in [
+        Auth::OAuth2,
+        Auth::OAuth2Assertion,
+        Auth::GoogleKey,
+        Auth::GoogleMetadata,
+    ] {
         assert_eq!(matrix(auth).await, plain, "{auth:?}");
     }
 }
 
 #[tokio::test]
 async fn one_token_request_serves_many_concurrent_checks() {
-    for auth in [Auth::OAuth2, Auth::GoogleKey, Auth::GoogleMetadata] {
+    for auth in [
+        Auth::OAuth2,
+        Auth::OAuth2Assertion,
+        Auth::GoogleKey,
+        Auth::GoogleMetadata,
+    ] {
         let s = TokenStandIn::start(&shared().url);
         // Slow token answers, so the checks really do overlap the fetch.
         s.control(json!({"delay": 0.3}));
@@ -175,7 +192,7 @@ async fn one_token_request_serves_many_concurrent_checks() {
             assert_eq!(r.phase, Phase::Successful, "{auth:?}: {r:?}");
         }
         let endpoint = match auth {
-            Auth::OAuth2 => "oauth2",
+            Auth::OAuth2 | Auth::OAuth2Assertion => "oauth2",
             Auth::GoogleKey => "google",
             _ => "metadata",
         };
@@ -252,7 +269,9 @@ async fn token_endpoint_faults_are_errors_naming_the_step() {
         let mut p = auth_keys(auth, &s);
         let closed = closed_port();
         match auth {
-            Auth::OAuth2 => p["oauth2"]["tokenUrl"] = json!(format!("{closed}/token")),
+            Auth::OAuth2 | Auth::OAuth2Assertion => {
+                p["oauth2"]["tokenUrl"] = json!(format!("{closed}/token"))
+            }
             _ => p["google"]["metadataAddress"] = json!(closed),
         }
         p["address"] = json!(s.gateway());
@@ -265,7 +284,7 @@ async fn token_endpoint_faults_are_errors_naming_the_step() {
         .unwrap();
         let out = engine().measure(&m, &at_base()).await;
         let step = match auth {
-            Auth::OAuth2 => "OAuth2 token endpoint",
+            Auth::OAuth2 | Auth::OAuth2Assertion => "OAuth2 token endpoint",
             _ => "Google metadata server",
         };
         assert_error(&out, &["authentication failed", step, "unreachable"]);
@@ -277,6 +296,13 @@ async fn token_endpoint_faults_are_errors_naming_the_step() {
         &["OAuth2 token endpoint", "HTTP 401", "\"invalid_client\""],
     );
     assert!(out.message.contains("<redacted>"), "{}", out.message);
+    let out = failing(Auth::OAuth2Assertion, json!({"token_status": 401})).await;
+    assert_error(&out, &["OAuth2 token endpoint", "HTTP 401"]);
+    assert!(
+        out.message.contains("client secret <redacted> is wrong"),
+        "the assertion echoed back: {}",
+        out.message
+    );
     // Refusals from Google's endpoint and the metadata server.
     let out = failing(Auth::GoogleKey, json!({"token_status": 400})).await;
     assert_error(

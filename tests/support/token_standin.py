@@ -7,6 +7,12 @@ Written from the specifications, not from rollgate's code:
   authentication with HTTP Basic where id and secret are form-urlencoded first (section 2.3.1),
   answer section 5.1 (`access_token`, `token_type`, `expires_in`, `Cache-Control: no-store`),
   errors section 5.2 (400 JSON `error`; 401 + `WWW-Authenticate` for `invalid_client`).
+- Client assertion instead of a secret (Azure workload identity): RFC 7523 section 2.2 and
+  Microsoft's "client credentials flow" with a federated credential
+  (https://learn.microsoft.com/en-us/entra/identity-platform/v2-oauth2-client-creds-grant-flow#third-case-access-token-request-with-a-federated-credential):
+  `client_id`, `client_assertion_type=urn:ietf:params:oauth:client-assertion-type:jwt-bearer`
+  and `client_assertion` in the form. The stand-in accepts the one assertion it wrote to
+  `federated-token` beside the key (it does not validate a JWT it minted itself).
 - JWT bearer grant: RFC 7523 sections 2.1 and 3 (https://www.rfc-editor.org/rfc/rfc7523) and
   Google's "Using OAuth 2.0 for Server to Server Applications"
   (https://developers.google.com/identity/protocols/oauth2/service-account#httprest): form
@@ -156,7 +162,10 @@ class Handler(BaseHTTPRequestHandler):
         auth = self.headers.get("Authorization", "")
         presented = ""
         ok = False
-        if auth.startswith("Basic "):
+        if form.get("client_assertion_type") == "urn:ietf:params:oauth:client-assertion-type:jwt-bearer":
+            presented = form.get("client_assertion", "")
+            ok = form.get("client_id") == CLIENT_ID and presented == ASSERTION and not auth
+        elif auth.startswith("Basic "):
             try:
                 pair = base64.b64decode(auth[6:]).decode()
                 cid, _, secret = pair.partition(":")
@@ -266,6 +275,9 @@ key = {
 }
 with open(KEY_PATH, "w") as f:
     json.dump(key, f)
+ASSERTION = "eyJhbGciOiJSUzI1NiJ9." + secrets.token_urlsafe(32) + "." + secrets.token_urlsafe(32)
+with open(os.path.join(os.path.dirname(KEY_PATH), "federated-token"), "w") as f:
+    f.write(ASSERTION + "\n")
 threading.Thread(target=server.serve_forever, daemon=True).start()
 print(PORT, flush=True)
 sys.stdin.read()

@@ -22,6 +22,9 @@ pub struct TokenStandIn {
     pub key_file: PathBuf,
     /// The file holding [`CLIENT_SECRET`].
     pub secret_file: PathBuf,
+    /// The client assertion it accepts instead of the secret (as Azure workload identity
+    /// projects one).
+    pub assertion_file: PathBuf,
     /// The temporary directory of both files.
     pub dir: tempfile::TempDir,
     child: Child,
@@ -60,6 +63,7 @@ impl TokenStandIn {
         let stdin = child.stdin.take();
         TokenStandIn {
             url: format!("http://127.0.0.1:{port}"),
+            assertion_file: dir.path().join("federated-token"),
             key_file,
             secret_file,
             dir,
