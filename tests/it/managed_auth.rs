@@ -436,3 +436,62 @@ async fn network_specs_may_not_use_the_servers_credentials_and_plugin_mode_only_
     assert_eq!(s.count("google"), 1);
     assert_eq!(s.count("metadata"), 0);
 }
+
+#[test]
+fn specs_with_two_ways_to_authenticate_or_incomplete_blocks_are_refused_naming_the_keys() {
+    let read = |prometheus: Value| {
+        let spec = json!({"prometheus": prometheus, "query": "up", "noData": "fail"});
+        Metric::from_value(
+            &json!({"name": "m", "provider": {"plugin": {"rollgate/analysis": spec}}}),
+            "",
+        )
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+    };
+    let oauth2 = json!({"tokenUrl": "https://t/token", "clientId": "c", "clientSecretFile": "/s"});
+    for (p, parts) in [
+        (
+            json!({"bearerTokenFile": "/t", "oauth2": oauth2}),
+            &["bearerTokenFile and oauth2 exclude each other"][..],
+        ),
+        (
+            json!({"oauth2": oauth2, "google": {"metadata": true}}),
+            &["oauth2 and google exclude each other"][..],
+        ),
+        (
+            json!({"basicAuth": {"username": "u", "passwordFile": "/p"}, "google": {}}),
+            &["basicAuth and google"][..],
+        ),
+        (
+            json!({"google": {"credentialsFile": "/k", "metadata": true}}),
+            &["credentialsFile and metadata: true exclude each other"][..],
+        ),
+        (
+            json!({"oauth2": {"tokenUrl": "https://t", "clientId": "c"}}),
+            &["oauth2.clientSecretFile"][..],
+        ),
+        (
+            json!({"oauth2": {"tokenUrl": "https://t", "clientId": "c", "clientSecretFile": "/s", "clientAssertionFile": "/a"}}),
+            &["clientSecretFile and clientAssertionFile exclude each other"][..],
+        ),
+        (
+            json!({"oauth2": {"tokenUrl": "ftp://t", "clientId": "c", "clientSecretFile": "/s"}}),
+            &["oauth2.tokenUrl"][..],
+        ),
+        (
+            json!({"oauth2": {"tokenUrl": "https://t", "clientId": "c", "clientSecretFile": "/s", "endpointParams": {"grant_type": "password"}}}),
+            &["endpointParams.grant_type"][..],
+        ),
+        (
+            json!({"google": {"credentialFile": "/k"}}),
+            &["credentialFile"][..],
+        ),
+    ] {
+        let e = read(p.clone()).expect_err(&p.to_string());
+        for part in parts {
+            assert!(e.contains(part), "{p}: {e}");
+        }
+    }
+    assert!(read(json!({"oauth2": oauth2})).is_ok());
+    assert!(read(json!({"google": {}})).is_ok());
+}
