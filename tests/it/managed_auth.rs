@@ -495,3 +495,68 @@ fn specs_with_two_ways_to_authenticate_or_incomplete_blocks_are_refused_naming_t
     assert!(read(json!({"oauth2": oauth2})).is_ok());
     assert!(read(json!({"google": {}})).is_ok());
 }
+
+/// Through the binary at the most verbose log level: a good check, a 401 from the token
+/// endpoint that echoes the secret, and an upstream that echoes the token; neither the client
+/// secret nor any token appears in anything it prints.
+#[test]
+fn the_secret_and_the_tokens_never_reach_the_logs() {
+    let s = TokenStandIn::start(&shared().url);
+    let file = s.dir.path().join("t.yaml");
+    let template = format!(
+        r#"kind: AnalysisTemplate
+metadata: {{name: t}}
+spec:
+  metrics:
+    - name: m
+      successCondition: result[0] < 0.01
+      provider:
+        plugin:
+          rollgate/analysis:
+            prometheus:
+              address: {gateway}
+              retries: 0
+              oauth2:
+                tokenUrl: {url}/oauth2/token
+                clientId: {CLIENT_ID}
+                clientSecretFile: {secret}
+            query: {query}
+            noData: fail
+"#,
+        gateway = s.gateway(),
+        url = s.url,
+        secret = s.secret_file.display(),
+        query = HEALTHY.ratio_query("5m"),
+    );
+    std::fs::write(&file, template).unwrap();
+    let base = Utc.timestamp_opt(shared().base, 0).single().unwrap();
+    let run = || {
+        let out = std::process::Command::new(support::rollgate_bin())
+            .args([
+                "dry-run",
+                "--log-level",
+                "trace",
+                "--at",
+                &base.to_rfc3339(),
+                "-f",
+            ])
+            .arg(&file)
+            .output()
+            .unwrap();
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    };
+    let mut printed = run();
+    assert!(printed.contains("Successful"), "{printed}");
+    s.control(json!({"gateway_echo": true}));
+    printed.push_str(&run());
+    s.control(json!({"gateway_echo": false, "token_status": 401}));
+    printed.push_str(&run());
+    assert!(printed.contains("invalid_client"), "{printed}");
+    assert!(!printed.contains(CLIENT_SECRET), "{printed}");
+    assert!(!printed.contains("cs-Xq8"), "{printed}");
+    assert!(!printed.contains("ya29."), "{printed}");
+}
