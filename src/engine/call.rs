@@ -144,10 +144,11 @@ impl Trust {
 pub enum CallError {
     /// A spec from the network names a file on this machine.
     #[error(
-        "prometheus.{key}: specs sent over the network may not read files on the rollgate server"
+        "prometheus.{key}: specs sent over the network may not read files on the rollgate server nor use its credentials"
     )]
     ServerFile {
-        /// The spec key (`bearerTokenFile`, `basicAuth`, `caFile`).
+        /// The spec key (`bearerTokenFile`, `basicAuth`, `oauth2.clientSecretFile`, `google...`,
+        /// `caFile`).
         key: &'static str,
     },
     /// A plugin-mode spec names a credential file outside the operator's allowed directories.

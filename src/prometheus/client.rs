@@ -17,6 +17,7 @@ use hyper_util::client::proxy::matcher::Matcher;
 use tokio::time::Instant;
 use url::Url;
 
+use super::auth::Authorizer;
 use super::budget::{Budget, Charge, Held, Limits, FIRST_CHARGE};
 use super::config::{
     is_sensitive_header, redact_url, PrometheusConfig, DEFAULT_MAX_RESPONSE_BYTES,
@@ -77,6 +78,8 @@ struct Prepared {
     headers: HeaderMap,
     /// Every form of the credentials sent, to scrub from anything the server answers.
     scrubber: Scrubber,
+    /// Credentials added to each attempt (tokens from a token endpoint).
+    auth: Authorizer,
 }
 
 impl Client {
@@ -132,27 +135,30 @@ impl Client {
         // the engine moves the futures holding it several times a check; kept inline, those
         // moves cost more than this one allocation (`serve_load instructions`).
         let exchange = self.exchange(&http, cfg, req, &prepared, limit, deadline);
-        let result = match Box::pin(exchange).await {
+        let outcome = Box::pin(exchange).await;
+        // The tokens the attempts carried are known only now.
+        let scrubber = prepared.auth.scrubber(&prepared.scrubber);
+        let result = match outcome {
             Ok((status, body, held)) => {
                 observe(status, &body);
-                self.decode_within_budget(&prepared, status, body, held)
+                self.decode_within_budget(&prepared.origin, &scrubber, status, body, held)
             }
             Err(e) => Err(e),
         };
-        result.map_err(|e| prepared.scrubber.error(e))
+        result.map_err(|e| scrubber.error(e))
     }
 
     /// Decodes (and scrubs) a body whose bytes and decoding `held` draws from the budget;
     /// the answer then keeps the charge until its last copy is dropped.
     fn decode_within_budget(
         &self,
-        prepared: &Prepared,
+        origin: &Origin,
+        scrubber: &Scrubber,
         status: u16,
         body: Vec<u8>,
         held: Held,
     ) -> Result<QueryResponse, PrometheusError> {
-        let origin = &prepared.origin;
-        let decoded = decode(origin, status, &body).map(|r| prepared.scrubber.response(r, &body));
+        let decoded = decode(origin, status, &body).map(|r| scrubber.response(r, &body));
         drop(body);
         let mut response = decoded?;
         response.charge = Charge::new(held);
@@ -498,6 +504,20 @@ async fn send(
         );
         *request.body_mut() = Some(body);
     }
+    if prepared.auth.is_active() {
+        let method = request.method().clone();
+        let target = request.url().clone();
+        // A GET carries the form in its URL; a POST in its body.
+        let body: &[u8] = if method == Method::GET {
+            &[]
+        } else {
+            &prepared.form
+        };
+        prepared
+            .auth
+            .authorize(&method, &target, request.headers_mut(), body)
+            .await?;
+    }
     http.client
         .execute(request)
         .await
@@ -754,6 +774,14 @@ fn prepare_at(
             endpoint.password.clone().unwrap_or_default(),
         ));
     }
+    let auth = Authorizer::new(cfg);
+    if let Some(key) = auth.key() {
+        if has_authorization || basic.is_some() {
+            return Err(config(format!(
+                "{key} and another way to authenticate (bearerTokenFile, basicAuth, userinfo in the address or an Authorization header) cannot both be set"
+            )));
+        }
+    }
     if let Some((user, password)) = basic {
         if has_authorization {
             return Err(config(
@@ -773,6 +801,7 @@ fn prepare_at(
         form,
         headers,
         scrubber,
+        auth,
     })
 }
 

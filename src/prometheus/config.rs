@@ -38,6 +38,46 @@ pub struct PrometheusConfig {
     /// client's limit (the operator's `--max-response-bytes`, else 64 MiB); a value above the
     /// operator's limit is refused, never used.
     pub max_response_bytes: Option<u64>,
+    /// OAuth2 client credentials: a bearer token from a token endpoint, cached until shortly
+    /// before it expires.
+    pub oauth2: Option<OAuth2Config>,
+    /// Google: a bearer token from a service-account key (JWT bearer grant) or from the GKE
+    /// metadata server, cached likewise.
+    pub google: Option<GoogleAuthConfig>,
+}
+
+/// OAuth2 client credentials grant (RFC 6749 section 4.4): Azure Monitor workspaces, gateways
+/// behind an OIDC provider.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct OAuth2Config {
+    /// The token endpoint (http or https).
+    pub token_url: String,
+    /// The client id, sent as is.
+    pub client_id: String,
+    /// File holding the client secret (trimmed), sent with HTTP Basic; read on every token
+    /// request, never shown. Exactly one of this and `client_assertion_file` is set.
+    pub client_secret_file: Option<PathBuf>,
+    /// File holding a signed client assertion (a JWT, RFC 7523 section 2.2), e.g. the
+    /// federated token Azure workload identity projects into the pod; read on every token
+    /// request (it is rotated), never shown.
+    pub client_assertion_file: Option<PathBuf>,
+    /// Scopes asked for (space-joined in the request); none: the endpoint's default.
+    pub scopes: Vec<String>,
+    /// Extra form parameters of the token request (e.g. Azure's `resource`, an `audience`).
+    pub endpoint_params: Vec<(String, String)>,
+}
+
+/// Where a Google access token comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct GoogleAuthConfig {
+    /// A service-account JSON key: its key signs a JWT exchanged at its `token_uri`. `None`:
+    /// the metadata server (GKE Workload Identity, Compute Engine).
+    pub credentials_file: Option<PathBuf>,
+    /// Scopes asked for; empty: `https://www.googleapis.com/auth/monitoring.read`.
+    pub scopes: Vec<String>,
+    /// The metadata server's `host[:port]` (or an http URL); `None`: `GCE_METADATA_HOST` from
+    /// the environment, else `metadata.google.internal`.
+    pub metadata_address: Option<String>,
 }
 
 /// Basic auth credentials: the password is read from `password_file` on every use.
@@ -61,6 +101,8 @@ impl Default for PrometheusConfig {
             insecure_skip_verify: false,
             retries: DEFAULT_RETRIES,
             max_response_bytes: None,
+            oauth2: None,
+            google: None,
         }
     }
 }
@@ -99,6 +141,8 @@ impl fmt::Debug for PrometheusConfig {
             .field("insecure_skip_verify", &self.insecure_skip_verify)
             .field("retries", &self.retries)
             .field("max_response_bytes", &self.max_response_bytes)
+            .field("oauth2", &self.oauth2)
+            .field("google", &self.google)
             .finish()
     }
 }

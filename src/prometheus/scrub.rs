@@ -12,7 +12,8 @@
 //! without padding), its percent-encoding (upper- and lower-case hex, `%20` and `+` for a
 //! space) and its JSON-escaped form. Secrets: a bearer token; a basic-auth password and the
 //! `user:password` pair (whose base64 is the `Authorization: Basic` value); the same for the
-//! address's userinfo; the value of every sensitive header (see `is_sensitive_header`) and,
+//! address's userinfo; every access token an `oauth2:` or `google:` block obtained (the
+//! current one and the few before it); the value of every sensitive header (see `is_sensitive_header`) and,
 //! for an `Authorization`-style value `Scheme credential`, the credential alone (and, for
 //! `Basic`, what it decodes to). User names alone are not secrets and are left as they are.
 
@@ -167,6 +168,7 @@ impl Scrubber {
                 origin,
                 result_type: clean(result_type),
             },
+            PrometheusError::Auth(detail) => PrometheusError::Auth(clean(detail)),
             other => other,
         }
     }

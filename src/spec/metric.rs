@@ -8,7 +8,7 @@ use super::error::SpecError;
 use super::fleet::FleetSpec;
 use super::promql::check_promql;
 use super::reader::{invalid, prefer_typo, ObjectReader};
-use crate::prometheus::{BasicAuth, PrometheusConfig};
+use crate::prometheus::{BasicAuth, GoogleAuthConfig, OAuth2Config, PrometheusConfig};
 
 /// A validated rollgate metric spec.
 #[derive(Debug, Clone, PartialEq)]
@@ -268,10 +268,30 @@ fn read_prometheus(mut p: ObjectReader<'_>) -> Result<PrometheusConfig, SpecErro
             password_file: PathBuf::from(password_file),
         });
     }
-    if cfg.bearer_token_file.is_some() && cfg.basic_auth.is_some() {
+    if let Some(o) = p.object("oauth2")? {
+        cfg.oauth2 = Some(read_oauth2(o)?);
+    }
+    if let Some(g) = p.object("google")? {
+        cfg.google = Some(read_google(g)?);
+    }
+    // One way to authenticate per metric: two would each set `Authorization`, and which one
+    // the server saw would depend on the order they were applied in.
+    let modes: Vec<&str> = [
+        ("bearerTokenFile", cfg.bearer_token_file.is_some()),
+        ("basicAuth", cfg.basic_auth.is_some()),
+        ("oauth2", cfg.oauth2.is_some()),
+        ("google", cfg.google.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(key, set)| set.then_some(key))
+    .collect();
+    if modes.len() > 1 {
         return Err(SpecError::Conflict {
             path: p.path().to_string(),
-            message: "bearerTokenFile and basicAuth exclude each other".into(),
+            message: format!(
+                "{} exclude each other: set one way to authenticate",
+                modes.join(" and ")
+            ),
         });
     }
     cfg.ca_file = p.string("caFile")?.map(PathBuf::from);
@@ -287,6 +307,112 @@ fn read_prometheus(mut p: ObjectReader<'_>) -> Result<PrometheusConfig, SpecErro
     }
     p.finish()?;
     Ok(cfg)
+}
+
+/// A list of strings (`scopes`); absent is empty.
+fn string_list(o: &mut ObjectReader<'_>, key: &'static str) -> Result<Vec<String>, SpecError> {
+    match o.get(key) {
+        None => Ok(Vec::new()),
+        Some(Value::Array(items)) => items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| match item {
+                Value::String(s) if !s.trim().is_empty() && !s.contains(' ') => Ok(s.clone()),
+                other => Err(invalid(
+                    &format!("{}[{i}]", o.path_of(key)),
+                    "a non-empty string without spaces",
+                    other,
+                )),
+            })
+            .collect(),
+        Some(other) => Err(invalid(&o.path_of(key), "a list of strings", other)),
+    }
+}
+
+fn read_oauth2(mut o: ObjectReader<'_>) -> Result<OAuth2Config, SpecError> {
+    let token_url = o.required_string("tokenUrl", "the token endpoint's URL")?;
+    let token_url = check_address(&o.path_of("tokenUrl"), &token_url)?;
+    let client_id = o.required_string("clientId", "the client id")?;
+    let client_secret_file = o.string("clientSecretFile")?.map(PathBuf::from);
+    let client_assertion_file = o.string("clientAssertionFile")?.map(PathBuf::from);
+    match (&client_secret_file, &client_assertion_file) {
+        (Some(_), Some(_)) => {
+            return Err(SpecError::Conflict {
+                path: o.path().to_string(),
+                message: "clientSecretFile and clientAssertionFile exclude each other".into(),
+            })
+        }
+        (None, None) => {
+            return Err(SpecError::Missing {
+                path: o.path_of("clientSecretFile"),
+                hint: "a file holding the client secret (or clientAssertionFile: a file holding a signed client assertion, as Azure workload identity projects)".into(),
+            })
+        }
+        _ => {}
+    }
+    let scopes = string_list(&mut o, "scopes")?;
+    let mut endpoint_params = o.string_map("endpointParams")?;
+    endpoint_params.sort();
+    for (name, _) in &endpoint_params {
+        // These carry the grant itself; a parameter could not override them unnoticed.
+        if [
+            "grant_type",
+            "client_id",
+            "client_secret",
+            "client_assertion",
+            "client_assertion_type",
+            "scope",
+        ]
+        .contains(&name.as_str())
+        {
+            return Err(SpecError::Conflict {
+                path: format!("{}.{name}", o.path_of("endpointParams")),
+                message: "set by rollgate from tokenUrl, clientId, clientSecretFile and scopes"
+                    .into(),
+            });
+        }
+    }
+    o.finish()?;
+    Ok(OAuth2Config {
+        token_url,
+        client_id,
+        client_secret_file,
+        client_assertion_file,
+        scopes,
+        endpoint_params,
+    })
+}
+
+fn read_google(mut g: ObjectReader<'_>) -> Result<GoogleAuthConfig, SpecError> {
+    let credentials_file = g.string("credentialsFile")?.map(PathBuf::from);
+    let metadata = g.bool("metadata")?;
+    if credentials_file.is_some() && metadata == Some(true) {
+        return Err(SpecError::Conflict {
+            path: g.path().to_string(),
+            message: "credentialsFile and metadata: true exclude each other: a key file, or the metadata server".into(),
+        });
+    }
+    if credentials_file.is_none() && metadata == Some(false) {
+        return Err(SpecError::Missing {
+            path: g.path_of("credentialsFile"),
+            hint: "a service-account JSON key file, or metadata: true for the metadata server"
+                .into(),
+        });
+    }
+    let scopes = string_list(&mut g, "scopes")?;
+    let metadata_address = g.string("metadataAddress")?;
+    if metadata_address.is_some() && credentials_file.is_some() {
+        return Err(SpecError::Conflict {
+            path: g.path_of("metadataAddress"),
+            message: "only used with the metadata server, not with credentialsFile".into(),
+        });
+    }
+    g.finish()?;
+    Ok(GoogleAuthConfig {
+        credentials_file,
+        scopes,
+        metadata_address,
+    })
 }
 
 /// Checks that an address is an http(s) URL; returns it without a trailing slash.

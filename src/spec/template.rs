@@ -466,6 +466,17 @@ impl Metric {
         if let Some(b) = &p.basic_auth {
             files.push(("basicAuth.passwordFile", b.password_file.as_path()));
         }
+        if let Some(o) = &p.oauth2 {
+            if let Some(f) = &o.client_secret_file {
+                files.push(("oauth2.clientSecretFile", f.as_path()));
+            }
+            if let Some(f) = &o.client_assertion_file {
+                files.push(("oauth2.clientAssertionFile", f.as_path()));
+            }
+        }
+        if let Some(f) = p.google.as_ref().and_then(|g| g.credentials_file.as_ref()) {
+            files.push(("google.credentialsFile", f.as_path()));
+        }
         if let Some(f) = &p.ca_file {
             files.push(("caFile", f.as_path()));
         }
@@ -483,6 +494,20 @@ impl Metric {
             Some("bearerTokenFile")
         } else if p.basic_auth.is_some() {
             Some("basicAuth")
+        } else if let Some(o) = &p.oauth2 {
+            Some(if o.client_assertion_file.is_some() {
+                "oauth2.clientAssertionFile"
+            } else {
+                "oauth2.clientSecretFile"
+            })
+        } else if let Some(g) = &p.google {
+            // The metadata server's token is this machine's own identity: a credential of the
+            // operator's as much as a file is.
+            Some(if g.credentials_file.is_some() {
+                "google.credentialsFile"
+            } else {
+                "google (the metadata server's token)"
+            })
         } else if p.ca_file.is_some() {
             Some("caFile")
         } else {

@@ -1,7 +1,8 @@
 //! Where a template's credentials may go: only to an address the template's author wrote.
 //!
 //! A spec whose credentials come from files on the server (`bearerTokenFile`,
-//! `basicAuth.passwordFile`) or from sensitive headers it writes out (`Authorization`, API
+//! `basicAuth.passwordFile`, `oauth2.clientSecretFile`, `google.credentialsFile`), from the
+//! metadata server (`google` without a key file) or from sensitive headers it writes out (`Authorization`, API
 //! keys) sends them to its `prometheus.address`. When that address, or any part of it, comes
 //! from an argument, whoever supplies the argument (a canary's metadata, a network caller)
 //! chooses where the operator's credentials go. Such a template is refused where it is loaded
@@ -61,6 +62,38 @@ fn config_problems(path: &str, p: &Value, problems: &mut Vec<String>) {
         p.get("basicAuth").and_then(|b| b.get("passwordFile")),
         problems,
     );
+    if let Some(o) = p.get("oauth2") {
+        file(
+            "oauth2.clientSecretFile",
+            o.get("clientSecretFile"),
+            problems,
+        );
+        file(
+            "oauth2.clientAssertionFile",
+            o.get("clientAssertionFile"),
+            problems,
+        );
+        // The client secret goes to the token endpoint: its address is as much the
+        // credential's destination as the Prometheus address is the token's.
+        if let Some(url) = o.get("tokenUrl").filter(|u| has_placeholder(u)) {
+            problems.push(format!(
+                "{path}.oauth2.tokenUrl: {} comes from an argument while the client secret is sent there: whoever supplies the argument could have it sent to a server of its choosing; write the token URL in the template (see docs/security.md)",
+                url.as_str().map(|a| format!("{a:?}")).unwrap_or_default(),
+            ));
+        }
+    }
+    if let Some(g) = p.get("google") {
+        match g.get("credentialsFile") {
+            Some(f) => file("google.credentialsFile", Some(f), problems),
+            None => credentials.push("google metadata server token".to_string()),
+        }
+        if let Some(a) = g.get("metadataAddress").filter(|a| has_placeholder(a)) {
+            problems.push(format!(
+                "{path}.google.metadataAddress: {} comes from an argument: whoever supplies it would choose the token rollgate sends; write it in the template",
+                a.as_str().map(|a| format!("{a:?}")).unwrap_or_default(),
+            ));
+        }
+    }
     // A sensitive header written out in the template is the operator's credential; one whose
     // value is itself an argument is the caller's own.
     match p.get("headers") {
@@ -142,6 +175,50 @@ spec:
             r#"{bearerTokenFile: /var/run/token}"#,
             r#"{address: "{{args.prometheus}}"}"#,
             r#"{address: "{{args.prometheus}}", headers: {Authorization: "{{args.token}}", X-Scope-OrgID: tenant}}"#,
+        ] {
+            assert!(template_problems(&template(p)).is_empty(), "{p}");
+        }
+    }
+
+    #[test]
+    fn oauth2_and_google_credentials_go_only_where_the_template_says() {
+        for (p, key) in [
+            (
+                r#"{address: "{{args.prometheus}}", oauth2: {tokenUrl: "http://t/token", clientId: c, clientSecretFile: /s}}"#,
+                ".prometheus.address:",
+            ),
+            (
+                r#"{address: "http://p:1", oauth2: {tokenUrl: "{{args.prometheus}}", clientId: c, clientSecretFile: /s}}"#,
+                ".oauth2.tokenUrl:",
+            ),
+            (
+                r#"{address: "http://p:1", oauth2: {tokenUrl: "http://t/token", clientId: c, clientSecretFile: "{{args.token}}"}}"#,
+                ".oauth2.clientSecretFile: a credential file's path",
+            ),
+            (
+                r#"{address: "{{args.prometheus}}", google: {credentialsFile: /k.json}}"#,
+                ".prometheus.address:",
+            ),
+            (
+                r#"{address: "http://{{args.prometheus}}", google: {metadata: true}}"#,
+                ".prometheus.address:",
+            ),
+            (
+                r#"{address: "http://p:1", google: {credentialsFile: "{{args.token}}"}}"#,
+                ".google.credentialsFile: a credential file's path",
+            ),
+            (
+                r#"{address: "http://p:1", google: {metadataAddress: "{{args.token}}"}}"#,
+                ".google.metadataAddress:",
+            ),
+        ] {
+            let problems = template_problems(&template(p));
+            assert_eq!(problems.len(), 1, "{p}: {problems:?}");
+            assert!(problems[0].contains(key), "{p}: {}", problems[0]);
+        }
+        for p in [
+            r#"{address: "http://p:1", oauth2: {tokenUrl: "http://t/token", clientId: "{{args.token}}", clientSecretFile: /s}}"#,
+            r#"{address: "http://p:1", google: {metadata: true}}"#,
         ] {
             assert!(template_problems(&template(p)).is_empty(), "{p}");
         }

@@ -17,6 +17,11 @@ const CASES: &[(&str, &str, &[&str], i32, &str)] = &[
     ("error-rate.yaml", "error-rate.replay.json", &["service=lowtraffic"], 2, "Inconclusive"),
     // The built-in provider fails 0/0 as a condition failure; rollgate calls it too little traffic.
     ("error-rate.yaml", "error-rate.replay.json", &["service=idle"], 1, "Failed"),
+    // The managed services' auth modes (not exercised by a replay) with the same answers.
+    ("azure-managed-prometheus.yaml", "error-rate.replay.json", &[], 0, "Successful"),
+    ("azure-managed-prometheus.yaml", "error-rate.replay.json", &["service=bad"], 1, "Failed"),
+    ("google-managed-prometheus.yaml", "error-rate.replay.json", &[], 0, "Successful"),
+    ("google-managed-prometheus.yaml", "error-rate.replay.json", &["service=lowtraffic"], 2, "Inconclusive"),
     ("latency-p99.yaml", "latency-p99.replay.json", &[], 1, "Failed"),
     ("canary-vs-stable.yaml", "canary-vs-stable.replay.json", &[], 0, "Successful"),
     ("canary-vs-stable.yaml", "canary-vs-stable.replay.json", &["service=cmp-bad"], 1, "Failed"),

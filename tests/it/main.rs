@@ -44,6 +44,7 @@ mod grpc_plugin;
 mod grpc_remote;
 mod harness_selftest;
 mod lint;
+mod managed_auth;
 mod manifests;
 mod open_ended;
 mod plugin_process;

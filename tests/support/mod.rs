@@ -14,6 +14,7 @@ pub mod prom;
 pub mod rules_cli;
 pub mod scenarios;
 pub mod stub;
+pub mod token_standin;
 pub mod vm;
 
 /// The rollgate binary the tests and benchmarks run: `ROLLGATE_BIN` when set (the shipped
