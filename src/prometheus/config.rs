@@ -38,7 +38,27 @@ pub struct PrometheusConfig {
     /// client's limit (the operator's `--max-response-bytes`, else 64 MiB); a value above the
     /// operator's limit is refused, never used.
     pub max_response_bytes: Option<u64>,
+    /// Sign every request with AWS SigV4 (Amazon Managed Service for Prometheus), with
+    /// credentials from the AWS chain of the machine rollgate runs on.
+    pub sigv4: Option<SigV4Config>,
 }
+
+/// AWS Signature Version 4 for a query endpoint (the `sigv4:` block): where and as what the
+/// requests are signed. The credentials are not here: they come from the environment of the
+/// rollgate process (environment variables, IRSA's web-identity token, EKS Pod Identity, the
+/// shared credentials file), never from the spec.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SigV4Config {
+    /// The AWS region of the workspace, e.g. `us-east-1`.
+    pub region: String,
+    /// The service signed for; `aps` (Amazon Managed Service for Prometheus) by default.
+    pub service: String,
+    /// A profile of the shared credentials file to use instead of the default chain.
+    pub profile: Option<String>,
+}
+
+/// The service name of Amazon Managed Service for Prometheus.
+pub const DEFAULT_SIGV4_SERVICE: &str = "aps";
 
 /// Basic auth credentials: the password is read from `password_file` on every use.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,6 +81,7 @@ impl Default for PrometheusConfig {
             insecure_skip_verify: false,
             retries: DEFAULT_RETRIES,
             max_response_bytes: None,
+            sigv4: None,
         }
     }
 }
@@ -99,6 +120,7 @@ impl fmt::Debug for PrometheusConfig {
             .field("insecure_skip_verify", &self.insecure_skip_verify)
             .field("retries", &self.retries)
             .field("max_response_bytes", &self.max_response_bytes)
+            .field("sigv4", &self.sigv4)
             .finish()
     }
 }

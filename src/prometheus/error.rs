@@ -140,6 +140,12 @@ pub enum PrometheusError {
     #[error("invalid Prometheus configuration: {0}")]
     Config(String),
 
+    /// No credential for the query could be obtained: the step that failed (token endpoint
+    /// unreachable or refusing, a malformed token answer, an unreadable key file) and why.
+    /// Never carries a secret or a token.
+    #[error("authentication failed: {0}")]
+    Auth(String),
+
     /// A record/replay file cannot be read, parsed or written.
     #[error("recording {path}: {detail}")]
     Recording {
@@ -175,6 +181,7 @@ impl PrometheusError {
             PrometheusError::Overloaded { .. } => "overloaded",
             PrometheusError::UnsupportedResultType { .. } => "unsupported_result",
             PrometheusError::Config(_) => "config",
+            PrometheusError::Auth(_) => "auth",
             PrometheusError::Recording { .. } => "recording",
             PrometheusError::ReplayMiss { .. } => "replay_miss",
         }

@@ -5,6 +5,7 @@
 //! from a recording ([`Replay`]). Every answer, live or replayed, goes through the same decoder
 //! ([`parse_response`] for bodies), so both fail the same way.
 
+mod auth;
 mod budget;
 mod client;
 mod config;
@@ -17,11 +18,12 @@ mod response;
 mod scrub;
 mod transport;
 
+pub use auth::aws_credentials::shared_credentials_file;
 pub use budget::{Limits, DEFAULT_MAX_BUFFERED_BYTES, DEFAULT_MAX_RESPONSE_BYTES};
 pub use client::Client;
 pub(crate) use config::is_sensitive_header;
 pub(crate) use config::redact_url;
-pub use config::{BasicAuth, PrometheusConfig};
+pub use config::{BasicAuth, PrometheusConfig, SigV4Config, DEFAULT_SIGV4_SERVICE};
 pub use error::{Origin, PrometheusError};
 pub use labels::{Iter as LabelsIter, Labels};
 pub(crate) use range_cache::Grid;

@@ -274,6 +274,59 @@ fn read_prometheus(mut p: ObjectReader<'_>) -> Result<PrometheusConfig, SpecErro
             message: "bearerTokenFile and basicAuth exclude each other".into(),
         });
     }
+    if let Some(mut v) = p.object("sigv4")? {
+        let name = |v: &ObjectReader<'_>, key: &'static str, value: String| {
+            let ok = !value.is_empty()
+                && value.len() <= 64
+                && value
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.');
+            if ok {
+                Ok(value)
+            } else {
+                Err(SpecError::Invalid {
+                    path: v.path_of(key),
+                    expected: "a name of letters, digits, `-`, `_` and `.` (e.g. us-east-1)".into(),
+                    got: format!("{value:?}"),
+                })
+            }
+        };
+        let region =
+            v.required_string("region", "the AWS region of the workspace, e.g. us-east-1")?;
+        let region = name(&v, "region", region)?;
+        let service = match v.string("service")? {
+            Some(s) => name(&v, "service", s)?,
+            None => crate::prometheus::DEFAULT_SIGV4_SERVICE.to_string(),
+        };
+        let profile = match v.string("profile")? {
+            Some(s) => Some(name(&v, "profile", s)?),
+            None => None,
+        };
+        v.finish()?;
+        if cfg.bearer_token_file.is_some() || cfg.basic_auth.is_some() {
+            return Err(SpecError::Conflict {
+                path: p.path().to_string(),
+                message: "sigv4 excludes bearerTokenFile and basicAuth (it writes the Authorization header)".into(),
+            });
+        }
+        if let Some((name, _)) = cfg
+            .headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case("authorization"))
+        {
+            return Err(SpecError::Conflict {
+                path: p.path().to_string(),
+                message: format!(
+                    "sigv4 excludes an {name} header (it writes the Authorization header)"
+                ),
+            });
+        }
+        cfg.sigv4 = Some(crate::prometheus::SigV4Config {
+            region,
+            service,
+            profile,
+        });
+    }
     cfg.ca_file = p.string("caFile")?.map(PathBuf::from);
     cfg.insecure_skip_verify = p.bool("insecureSkipVerify")?.unwrap_or(false);
     if let Some(r) = p.integer("retries", 0, 10)? {

@@ -1,0 +1,2 @@
+pub(crate) mod aws_credentials;
+pub(crate) mod sigv4;
