@@ -116,11 +116,33 @@ impl Trust {
     pub fn admit(&self, metric: &Metric) -> Result<(), CallError> {
         match &self.files {
             FileAccess::Any => Ok(()),
-            FileAccess::Nowhere => match metric.server_file_key() {
-                Some(key) => Err(CallError::ServerFile { key }),
-                None => Ok(()),
+            FileAccess::Nowhere => match (metric.server_file_key(), metric.aws_credentials()) {
+                (Some(key), _) => Err(CallError::ServerFile { key }),
+                (None, Some((key, _))) => Err(CallError::AmbientCredentials { key }),
+                (None, None) => Ok(()),
             },
             FileAccess::Under(dirs) => {
+                // The chain's own sources (environment, IRSA, Pod Identity, the default
+                // profile) are the operator's, as the default address is; a profile the spec
+                // names picks a section of the shared credentials file, which is then read
+                // only when it lies under an allowed directory, like any credential file.
+                if let Some((_, Some(_profile))) = metric.aws_credentials() {
+                    let file = crate::prometheus::shared_credentials_file();
+                    let inside = file.as_ref().is_some_and(|f| {
+                        std::fs::canonicalize(f)
+                            .is_ok_and(|real| dirs.iter().any(|d| real.starts_with(d)))
+                    });
+                    if !inside {
+                        return Err(CallError::CredentialFile {
+                            key: "sigv4.profile",
+                            path: file.map_or_else(
+                                || "~/.aws/credentials".into(),
+                                |f| f.display().to_string(),
+                            ),
+                            allowed: dirs.is_empty(),
+                        });
+                    }
+                }
                 for (key, path) in metric.server_files() {
                     // Resolved first, so neither a symlink nor `..` leads out of the directory.
                     let inside = std::fs::canonicalize(path)
@@ -149,6 +171,13 @@ pub enum CallError {
     ServerFile {
         /// The spec key (`bearerTokenFile`, `basicAuth`, `oauth2.clientSecretFile`, `google...`,
         /// `caFile`).
+        key: &'static str,
+    },
+    /// A spec from the network would sign with this machine's AWS credentials (`sigv4`): the
+    /// caller would choose the address they sign for.
+    #[error("prometheus.{key}: specs sent over the network may not sign requests with the rollgate server's AWS credentials (the caller would choose where they go); name a template that sets sigv4 instead")]
+    AmbientCredentials {
+        /// The spec key (`sigv4`).
         key: &'static str,
     },
     /// A plugin-mode spec names a credential file outside the operator's allowed directories.

@@ -96,7 +96,9 @@ fn status(e: CallError) -> Status {
             "{e}; use a plugin deployment or a template for credentials"
         )),
         CallError::DeadlineExceeded => Status::deadline_exceeded(e.to_string()),
-        CallError::InlineDisabled => Status::permission_denied(e.to_string()),
+        CallError::InlineDisabled | CallError::AmbientCredentials { .. } => {
+            Status::permission_denied(e.to_string())
+        }
         CallError::CredentialFile { .. } => Status::permission_denied(e.to_string()),
     }
 }

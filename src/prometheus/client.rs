@@ -17,10 +17,11 @@ use hyper_util::client::proxy::matcher::Matcher;
 use tokio::time::Instant;
 use url::Url;
 
+use super::auth::sigv4::SigV4;
 use super::auth::Authorizer;
 use super::budget::{Budget, Charge, Held, Limits, FIRST_CHARGE};
 use super::config::{
-    is_sensitive_header, redact_url, PrometheusConfig, DEFAULT_MAX_RESPONSE_BYTES,
+    is_sensitive_header, redact_url, PrometheusConfig, SigV4Config, DEFAULT_MAX_RESPONSE_BYTES,
 };
 use super::error::{retryable_status, Origin, PrometheusError};
 use super::request::{QueryRequest, INSTANT_PATH, RANGE_PATH};
@@ -37,6 +38,8 @@ const MAX_CACHED_CLIENTS: usize = 16;
 const MAX_CACHED_ENDPOINTS: usize = 64;
 /// Distinct queries whose encoded forms are kept; past it, start over.
 const MAX_CACHED_FORMS: usize = 256;
+/// Distinct `sigv4` blocks whose signers (and credential caches) are kept; past it, start over.
+const MAX_CACHED_SIGNERS: usize = 16;
 
 /// A live client for Prometheus-compatible APIs; cheap to clone (clones share connections).
 ///
@@ -49,6 +52,9 @@ pub struct Client {
     /// Forms of instant queries at the server's "now", by query: a hook or a plugin asks the
     /// same queries at every interval, and encoding one costs several times its look-up.
     forms: Arc<Mutex<HashMap<String, bytes::Bytes>>>,
+    /// SigV4 signers by `sigv4` block: each keeps its temporary AWS credentials, so every
+    /// check with the same block shares one exchange with STS.
+    signers: Arc<Mutex<HashMap<SigV4Config, Arc<SigV4>>>>,
     /// The operator's bounds on answers.
     limits: Limits,
     /// The bytes of answers held at once, when bounded.
@@ -80,6 +86,8 @@ struct Prepared {
     scrubber: Scrubber,
     /// Credentials added to each attempt (tokens from a token endpoint).
     auth: Authorizer,
+    /// Signs each attempt (`sigv4`).
+    sigv4: Option<Arc<SigV4>>,
 }
 
 impl Client {
@@ -145,7 +153,13 @@ impl Client {
             }
             Err(e) => Err(e),
         };
-        result.map_err(|e| scrubber.error(e))
+        result.map_err(|e| {
+            let e = match &prepared.sigv4 {
+                Some(signer) => signer.explain(e),
+                None => e,
+            };
+            scrubber.error(e)
+        })
     }
 
     /// Decodes (and scrubs) a body whose bytes and decoding `held` draws from the budget;
@@ -184,17 +198,30 @@ impl Client {
         };
         let names_files =
             cfg.bearer_token_file.is_some() || cfg.basic_auth.is_some() || cfg.ca_file.is_some();
-        if !names_files {
-            return ready(self, cfg, req);
+        let (mut prepared, http) = if names_files {
+            let (client, cfg, req) = (self.clone(), cfg.clone(), req.clone());
+            tokio::task::spawn_blocking(move || ready(&client, &cfg, &req))
+                .await
+                .unwrap_or_else(|e| {
+                    Err(PrometheusError::Config(format!(
+                        "reading the secret files failed: {e}"
+                    )))
+                })?
+        } else {
+            ready(self, cfg, req)?
+        };
+        if let Some(sigv4) = &cfg.sigv4 {
+            let Ok(signer) = cached(&self.signers, sigv4, MAX_CACHED_SIGNERS, || {
+                Ok::<_, std::convert::Infallible>(Arc::new(SigV4::new(sigv4.clone())))
+            });
+            // Fetched (or taken from the cache) before the first attempt, so that a session
+            // token the server echoes is scrubbed.
+            if let Some(token) = signer.session_token().await? {
+                prepared.scrubber.secret(&token);
+            }
+            prepared.sigv4 = Some(signer);
         }
-        let (client, cfg, req) = (self.clone(), cfg.clone(), req.clone());
-        tokio::task::spawn_blocking(move || ready(&client, &cfg, &req))
-            .await
-            .unwrap_or_else(|e| {
-                Err(PrometheusError::Config(format!(
-                    "reading the secret files failed: {e}"
-                )))
-            })
+        Ok((prepared, http))
     }
 
     /// The retry loop; returns the last HTTP answer, whatever its status.
@@ -504,18 +531,24 @@ async fn send(
         );
         *request.body_mut() = Some(body);
     }
+    // What the credentials sign: a GET carries the form in its URL, a POST in its body.
+    let body: &[u8] = if request.method() == Method::GET {
+        &[]
+    } else {
+        &prepared.form
+    };
     if prepared.auth.is_active() {
-        let method = request.method().clone();
-        let target = request.url().clone();
-        // A GET carries the form in its URL; a POST in its body.
-        let body: &[u8] = if method == Method::GET {
-            &[]
-        } else {
-            &prepared.form
-        };
+        let (method, target) = (request.method().clone(), request.url().clone());
         prepared
             .auth
             .authorize(&method, &target, request.headers_mut(), body)
+            .await?;
+    }
+    if let Some(signer) = &prepared.sigv4 {
+        // Signed last: the signature covers every header set before it.
+        let (method, url) = (request.method().clone(), request.url().to_string());
+        signer
+            .sign(&method, &url, request.headers_mut(), body)
             .await?;
     }
     http.client
@@ -751,6 +784,17 @@ fn prepare_at(
             "bearer_token_file and basic_auth cannot both be set".into(),
         ));
     }
+    if cfg.sigv4.is_some()
+        && (has_authorization
+            || cfg.bearer_token_file.is_some()
+            || cfg.basic_auth.is_some()
+            || !endpoint.user.is_empty()
+            || endpoint.password.is_some())
+    {
+        return Err(config(
+            "sigv4 signs the Authorization header itself: it cannot be combined with bearerTokenFile, basicAuth, userinfo in the address or an Authorization header".into(),
+        ));
+    }
     let mut basic = None;
     if let Some(path) = &cfg.bearer_token_file {
         let token = read_secret("bearer token file", path)?;
@@ -802,6 +846,7 @@ fn prepare_at(
         headers,
         scrubber,
         auth,
+        sigv4: None,
     })
 }
 

@@ -44,6 +44,9 @@ pub struct PrometheusConfig {
     /// Google: a bearer token from a service-account key (JWT bearer grant) or from the GKE
     /// metadata server, cached likewise.
     pub google: Option<GoogleAuthConfig>,
+    /// Sign every request with AWS SigV4 (Amazon Managed Service for Prometheus), with
+    /// credentials from the AWS chain of the machine rollgate runs on.
+    pub sigv4: Option<SigV4Config>,
 }
 
 /// OAuth2 client credentials grant (RFC 6749 section 4.4): Azure Monitor workspaces, gateways
@@ -80,6 +83,23 @@ pub struct GoogleAuthConfig {
     pub metadata_address: Option<String>,
 }
 
+/// AWS Signature Version 4 for a query endpoint (the `sigv4:` block): where and as what the
+/// requests are signed. The credentials are not here: they come from the environment of the
+/// rollgate process (environment variables, IRSA's web-identity token, EKS Pod Identity, the
+/// shared credentials file), never from the spec.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SigV4Config {
+    /// The AWS region of the workspace, e.g. `us-east-1`.
+    pub region: String,
+    /// The service signed for; `aps` (Amazon Managed Service for Prometheus) by default.
+    pub service: String,
+    /// A profile of the shared credentials file to use instead of the default chain.
+    pub profile: Option<String>,
+}
+
+/// The service name of Amazon Managed Service for Prometheus.
+pub const DEFAULT_SIGV4_SERVICE: &str = "aps";
+
 /// Basic auth credentials: the password is read from `password_file` on every use.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BasicAuth {
@@ -103,6 +123,7 @@ impl Default for PrometheusConfig {
             max_response_bytes: None,
             oauth2: None,
             google: None,
+            sigv4: None,
         }
     }
 }
@@ -143,6 +164,7 @@ impl fmt::Debug for PrometheusConfig {
             .field("max_response_bytes", &self.max_response_bytes)
             .field("oauth2", &self.oauth2)
             .field("google", &self.google)
+            .field("sigv4", &self.sigv4)
             .finish()
     }
 }

@@ -17,11 +17,14 @@ mod request;
 mod response;
 mod scrub;
 
+pub use auth::aws_credentials::shared_credentials_file;
 pub use budget::{Limits, DEFAULT_MAX_BUFFERED_BYTES, DEFAULT_MAX_RESPONSE_BYTES};
 pub use client::Client;
 pub(crate) use config::is_sensitive_header;
 pub(crate) use config::redact_url;
-pub use config::{BasicAuth, GoogleAuthConfig, OAuth2Config, PrometheusConfig};
+pub use config::{
+    BasicAuth, GoogleAuthConfig, OAuth2Config, PrometheusConfig, SigV4Config, DEFAULT_SIGV4_SERVICE,
+};
 pub use error::{Origin, PrometheusError};
 pub use labels::{Iter as LabelsIter, Labels};
 pub(crate) use range_cache::Grid;

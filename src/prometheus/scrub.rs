@@ -1,7 +1,7 @@
 //! The one scrubber for text that comes back from a Prometheus-compatible API.
 //!
 //! rollgate sends credentials with every query (a bearer token, basic auth from a password
-//! file or from the address's userinfo, sensitive headers). A server or proxy may echo them
+//! file or from the address's userinfo, sensitive headers, SigV4's session token). A server or proxy may echo them
 //! back — in an error body, a `warnings` entry, even a label value — and whatever the
 //! upstream says can end up in a message, a measurement's metadata, a log line or an answer
 //! to a caller who must never see the operator's credentials. So every credential form the

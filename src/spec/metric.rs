@@ -274,6 +274,53 @@ fn read_prometheus(mut p: ObjectReader<'_>) -> Result<PrometheusConfig, SpecErro
     if let Some(g) = p.object("google")? {
         cfg.google = Some(read_google(g)?);
     }
+    if let Some(mut v) = p.object("sigv4")? {
+        let name = |v: &ObjectReader<'_>, key: &'static str, value: String| {
+            let ok = !value.is_empty()
+                && value.len() <= 64
+                && value
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.');
+            if ok {
+                Ok(value)
+            } else {
+                Err(SpecError::Invalid {
+                    path: v.path_of(key),
+                    expected: "a name of letters, digits, `-`, `_` and `.` (e.g. us-east-1)".into(),
+                    got: format!("{value:?}"),
+                })
+            }
+        };
+        let region =
+            v.required_string("region", "the AWS region of the workspace, e.g. us-east-1")?;
+        let region = name(&v, "region", region)?;
+        let service = match v.string("service")? {
+            Some(s) => name(&v, "service", s)?,
+            None => crate::prometheus::DEFAULT_SIGV4_SERVICE.to_string(),
+        };
+        let profile = match v.string("profile")? {
+            Some(s) => Some(name(&v, "profile", s)?),
+            None => None,
+        };
+        v.finish()?;
+        if let Some((name, _)) = cfg
+            .headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case("authorization"))
+        {
+            return Err(SpecError::Conflict {
+                path: p.path().to_string(),
+                message: format!(
+                    "sigv4 excludes an {name} header (it writes the Authorization header)"
+                ),
+            });
+        }
+        cfg.sigv4 = Some(crate::prometheus::SigV4Config {
+            region,
+            service,
+            profile,
+        });
+    }
     // One way to authenticate per metric: two would each set `Authorization`, and which one
     // the server saw would depend on the order they were applied in.
     let modes: Vec<&str> = [
@@ -281,6 +328,7 @@ fn read_prometheus(mut p: ObjectReader<'_>) -> Result<PrometheusConfig, SpecErro
         ("basicAuth", cfg.basic_auth.is_some()),
         ("oauth2", cfg.oauth2.is_some()),
         ("google", cfg.google.is_some()),
+        ("sigv4", cfg.sigv4.is_some()),
     ]
     .into_iter()
     .filter_map(|(key, set)| set.then_some(key))

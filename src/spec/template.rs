@@ -483,6 +483,18 @@ impl Metric {
         files
     }
 
+    /// The key that makes this metric sign with the AWS credentials of the machine that
+    /// measures it (`sigv4`), and the profile it names, if any.
+    pub fn aws_credentials(&self) -> Option<(&'static str, Option<&str>)> {
+        let config = match &self.provider {
+            Provider::Rollgate(spec) => &spec.prometheus,
+            Provider::Prometheus { config, .. } => config,
+            _ => return None,
+        };
+        let sigv4 = config.sigv4.as_ref()?;
+        Some(("sigv4", sigv4.profile.as_deref()))
+    }
+
     /// The first key that makes this metric read a file on the machine that measures it
     /// (credentials, CA), if any: specs that arrive over the network may not.
     pub fn server_file_key(&self) -> Option<&'static str> {
@@ -693,11 +705,32 @@ fn read_argo_prometheus(value: &Value, path: &str) -> Result<Provider, SpecError
             config.headers.push((key, val));
         }
     }
-    if p.has("authentication") {
-        return Err(SpecError::Conflict {
-            path: p.path_of("authentication"),
-            message: "sigv4 and oauth2 authentication of Argo's prometheus provider are not supported by rollgate; use a rollgate plugin metric with bearerTokenFile or basicAuth".into(),
-        });
+    if let Some(mut auth) = p.object("authentication")? {
+        // Argo v1.7's `authentication.sigv4: {region, profile, roleArn}` (metricproviders/
+        // prometheus): the same signing as a rollgate spec's `sigv4`, service `aps`.
+        if let Some(mut v) = auth.object("sigv4")? {
+            let region = v.required_string("region", "the AWS region of the workspace")?;
+            let profile = v.string("profile")?.filter(|s| !s.is_empty());
+            if v.string("roleArn")?.is_some_and(|r| !r.is_empty()) {
+                return Err(SpecError::Conflict {
+                    path: v.path_of("roleArn"),
+                    message: "assuming another role is not supported by rollgate: give the pod that role (IRSA or EKS Pod Identity) and leave roleArn out".into(),
+                });
+            }
+            v.finish()?;
+            config.sigv4 = Some(crate::prometheus::SigV4Config {
+                region,
+                service: crate::prometheus::DEFAULT_SIGV4_SERVICE.to_string(),
+                profile,
+            });
+        }
+        if auth.has("oauth2") {
+            return Err(SpecError::Conflict {
+                path: auth.path_of("oauth2"),
+                message: "oauth2 authentication of Argo's prometheus provider is not supported by rollgate; use a rollgate plugin metric with bearerTokenFile or basicAuth".into(),
+            });
+        }
+        auth.finish()?;
     }
     p.finish()?;
     Ok(Provider::Prometheus { config, query })

@@ -94,6 +94,16 @@ fn config_problems(path: &str, p: &Value, problems: &mut Vec<String>) {
             ));
         }
     }
+    // SigV4 signs with the AWS identity of the machine that measures: the operator's.
+    let argo_sigv4 = p.get("authentication").and_then(|a| a.get("sigv4"));
+    if let Some(sigv4) = p.get("sigv4").or(argo_sigv4) {
+        credentials.push("sigv4".to_string());
+        if sigv4.get("profile").is_some_and(has_placeholder) {
+            problems.push(format!(
+                "{path}.sigv4.profile: the AWS profile may not come from an argument (the caller would choose which of the server's AWS identities signs); write it in the template"
+            ));
+        }
+    }
     // A sensitive header written out in the template is the operator's credential; one whose
     // value is itself an argument is the caller's own.
     match p.get("headers") {
@@ -222,6 +232,25 @@ spec:
         ] {
             assert!(template_problems(&template(p)).is_empty(), "{p}");
         }
+    }
+
+    #[test]
+    fn sigv4_signs_as_the_server_so_its_address_and_profile_are_the_templates() {
+        let problems = template_problems(&template(
+            r#"{address: "{{args.prometheus}}", sigv4: {region: us-east-1}}"#,
+        ));
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(problems[0].contains(".prometheus.address:"), "{problems:?}");
+        assert!(problems[0].contains("sigv4"), "{problems:?}");
+        let problems = template_problems(&template(
+            r#"{address: "https://aps.example", sigv4: {region: us-east-1, profile: "{{args.token}}"}}"#,
+        ));
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(problems[0].contains(".sigv4.profile:"), "{problems:?}");
+        assert!(template_problems(&template(
+            r#"{address: "https://aps.example", sigv4: {region: "{{args.token}}"}}"#,
+        ))
+        .is_empty());
     }
 
     #[test]

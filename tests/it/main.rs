@@ -57,6 +57,7 @@ mod serve_flagger;
 mod serve_manifests;
 mod serve_ops;
 mod serve_web;
+mod sigv4;
 mod spec_validation;
 mod stats_reference;
 mod stats_simulation;

@@ -10,6 +10,9 @@ mod google;
 mod oauth2;
 mod token_cache;
 
+pub(crate) mod aws_credentials;
+pub(crate) mod sigv4;
+
 use std::borrow::Cow;
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
