@@ -13,6 +13,8 @@
 //! table in docs/statistics.md) and `tests/it/stats_simulation.rs` (its assertions). It has its
 //! own generator, so its rows do not move when the other simulations' draws change.
 
+#![allow(clippy::expect_used)]
+
 use rollgate::stats::{Buckets, HistogramDetector, Verdict};
 
 /// Prometheus client libraries' default latency buckets (seconds).
