@@ -129,7 +129,7 @@ mod tests {
         }
     }
 
-    /// Issue 14: the plugin surfaces and templates read Argo's fields by one rule, so the same
+    /// The plugin surfaces and templates read Argo's fields by one rule, so the same
     /// fields give the same metric (or the same error) on both.
     #[test]
     fn plugin_and_template_read_argo_fields_alike() {
@@ -201,7 +201,7 @@ mod tests {
         assert!(bad.starts_with("interval: "), "{bad}");
     }
 
-    /// Issue 14: a count past int32 is refused, as Argo's decoding refuses it, instead of
+    /// A count past int32 is refused, as Argo's decoding refuses it, instead of
     /// being dropped (or wrapped to 1 as `int32(IntValue())` would).
     #[test]
     fn counts_outside_argos_int32_are_refused_naming_count() {
