@@ -279,7 +279,7 @@ pub fn standard_scenarios() -> Vec<Scenario> {
     standard_scenarios_with(Design::Sliding)
 }
 
-/// [`standard_scenarios`] with the budget spent by `design`, plus the rows of issue 13: 1 % ->
+/// The standard scenarios with the budget spent by `design`, plus the design-goal rows: 1 % ->
 /// 2 % at 6,000 requests per side, and one final check at 2,000 and at 6,000 per side (what
 /// the whole budget spent at once reaches: the ceiling of any spending over the checks); last,
 /// an open-ended run at the tolerance (appended, so the other rows keep their seeds).
@@ -342,7 +342,7 @@ pub fn standard_scenarios_with(design: Design) -> Vec<Scenario> {
     ]
 }
 
-/// The distribution-form scenarios of `docs/statistics.md` and issue 13, judged with
+/// The distribution-form scenarios of `docs/statistics.md`, judged with
 /// (`correct`) or without the autocorrelation correction: direction increase, `maxIncrease:
 /// 0.1`, confidence 0.95, `minSamples: 20`, ten checks, planned count known, log sd 0.5.
 ///
