@@ -174,7 +174,9 @@ fn execute(args: ServeArgs) -> Result<(), String> {
         }
     };
     let limits = Limits::for_server(args.max_response_bytes, args.max_buffered_bytes);
-    limits.check("--max-response-bytes, --max-buffered-bytes")?;
+    limits
+        .check("--max-response-bytes, --max-buffered-bytes")
+        .map_err(|e| e.to_string())?;
     let backend = match &args.replay {
         Some(path) => Backend::Replay(Replay::load(path).map_err(|e| e.to_string())?),
         None => Backend::Live(Client::with_limits(limits)),

@@ -57,6 +57,16 @@ pub enum FileAccess {
 /// The plugin argument that allows credential directories, named in refusals.
 pub const ALLOW_CREDENTIAL_DIR: &str = "--allow-credential-dir (ROLLGATE_ALLOW_CREDENTIAL_DIRS)";
 
+/// A credential directory the operator allowed that cannot be resolved.
+#[derive(Debug, thiserror::Error)]
+#[error("{ALLOW_CREDENTIAL_DIR}: cannot resolve {}: {source}", dir.display())]
+pub struct CredentialDirError {
+    /// The directory as given.
+    pub dir: PathBuf,
+    /// Why it cannot be resolved.
+    pub source: std::io::Error,
+}
+
 impl Trust {
     /// The operator's own specs: templates loaded from disk, the command line.
     pub const OPERATOR: Trust = Trust {
@@ -84,15 +94,13 @@ impl Trust {
     /// are read only under `dirs` (each canonicalised; one that cannot be resolved is an error
     /// naming it). The default address is the operator's plugin argument, its credentials
     /// meant for these templates.
-    pub fn plugin(dirs: &[PathBuf]) -> Result<Trust, String> {
+    pub fn plugin(dirs: &[PathBuf]) -> Result<Trust, CredentialDirError> {
         let canonical = dirs
             .iter()
             .map(|d| {
-                std::fs::canonicalize(d).map_err(|e| {
-                    format!(
-                        "{ALLOW_CREDENTIAL_DIR}: cannot resolve {}: {e}",
-                        d.display()
-                    )
+                std::fs::canonicalize(d).map_err(|source| CredentialDirError {
+                    dir: d.clone(),
+                    source,
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;

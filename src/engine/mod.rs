@@ -50,7 +50,8 @@ use crate::prometheus::{Backend, PrometheusConfig, PrometheusError, QueryRequest
 use crate::spec::{Metric, MetricKind, NoDataPolicy, OnInsufficient, Provider};
 
 pub use call::{
-    Call, CallError, Deadline, Expiry, FileAccess, Limit, Position, Trust, ALLOW_CREDENTIAL_DIR,
+    Call, CallError, CredentialDirError, Deadline, Expiry, FileAccess, Limit, Position, Trust,
+    ALLOW_CREDENTIAL_DIR,
 };
 pub use fleet::{FleetPlan, FleetPlanError};
 pub use rules::RulePlacement;

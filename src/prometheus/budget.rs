@@ -59,21 +59,39 @@ impl Limits {
 
     /// Checks that the two bounds fit together: one answer of the largest size must fit in
     /// the budget, or it could never be read. `flags` names them for the message.
-    pub fn check(&self, flags: &str) -> Result<(), String> {
+    pub fn check(&self, flags: &str) -> Result<(), LimitsError> {
         if let (Some(one), Some(all)) = (self.max_response_bytes, self.max_buffered_bytes) {
             if one > all {
-                return Err(format!(
-                    "{flags}: the largest answer ({one} bytes) must not exceed the bytes of answers held at once ({all} bytes)"
-                ));
+                return Err(LimitsError::AnswerOverBudget {
+                    flags: flags.to_string(),
+                    one,
+                    all,
+                });
             }
             if one == 0 {
-                return Err(format!(
-                    "{flags}: the largest answer must be at least 1 byte"
-                ));
+                return Err(LimitsError::ZeroAnswer(flags.to_string()));
             }
         }
         Ok(())
     }
+}
+
+/// Bounds that do not fit together, naming the flags that set them.
+#[derive(Debug, thiserror::Error)]
+pub enum LimitsError {
+    /// The largest answer could never be read within the budget.
+    #[error("{flags}: the largest answer ({one} bytes) must not exceed the bytes of answers held at once ({all} bytes)")]
+    AnswerOverBudget {
+        /// The flags, as the message names them.
+        flags: String,
+        /// The largest answer, in bytes.
+        one: u64,
+        /// The bytes of answers held at once.
+        all: u64,
+    },
+    /// No answer could be read at all.
+    #[error("{0}: the largest answer must be at least 1 byte")]
+    ZeroAnswer(String),
 }
 
 /// The shared byte budget of a client: a semaphore with one permit per byte.

@@ -18,7 +18,7 @@ mod response;
 mod scrub;
 
 pub use auth::aws_credentials::shared_credentials_file;
-pub use budget::{Limits, DEFAULT_MAX_BUFFERED_BYTES, DEFAULT_MAX_RESPONSE_BYTES};
+pub use budget::{Limits, LimitsError, DEFAULT_MAX_BUFFERED_BYTES, DEFAULT_MAX_RESPONSE_BYTES};
 pub use client::Client;
 pub(crate) use config::is_sensitive_header;
 pub(crate) use config::redact_url;

@@ -34,4 +34,4 @@ pub use promql::check_promql;
 pub(crate) use promql::parse_promql;
 pub use template::{Metric, Provider, RunLimits, Template};
 pub use trust::template_problems;
-pub use yaml::parse_request_yaml;
+pub use yaml::{parse_request_yaml, RequestYamlError};

@@ -12,15 +12,24 @@ use serde_json::Value;
 /// milliseconds.
 pub(crate) const MAX_BRACKETS: usize = 1024;
 
-/// Parses YAML text from a request into a JSON value; errors say what is wrong, for a message.
-pub fn parse_request_yaml(text: &str) -> Result<Value, String> {
+/// Why request YAML was not read.
+#[derive(Debug, thiserror::Error)]
+pub enum RequestYamlError {
+    /// More nesting characters than a spec may have (the bound on the parser's work).
+    #[error("{0} '[' or '{{' characters, more than the {MAX_BRACKETS} a spec may have")]
+    TooManyBrackets(usize),
+    /// Not YAML.
+    #[error("not valid YAML: {0}")]
+    Yaml(#[from] serde_yaml_ng::Error),
+}
+
+/// Parses YAML text from a request into a JSON value.
+pub fn parse_request_yaml(text: &str) -> Result<Value, RequestYamlError> {
     let brackets = text.bytes().filter(|b| matches!(b, b'[' | b'{')).count();
     if brackets > MAX_BRACKETS {
-        return Err(format!(
-            "{brackets} '[' or '{{' characters, more than the {MAX_BRACKETS} a spec may have"
-        ));
+        return Err(RequestYamlError::TooManyBrackets(brackets));
     }
-    serde_yaml_ng::from_str(text).map_err(|e| format!("not valid YAML: {e}"))
+    Ok(serde_yaml_ng::from_str(text)?)
 }
 
 #[cfg(test)]
@@ -39,7 +48,7 @@ mod tests {
 
         let deep = "{a: ".repeat(100_000) + "1" + &"}".repeat(100_000);
         let started = Instant::now();
-        let err = parse_request_yaml(&deep).unwrap_err();
+        let err = parse_request_yaml(&deep).unwrap_err().to_string();
         assert!(err.contains("100000 '[' or '{'"), "{err}");
         assert!(started.elapsed() < Duration::from_secs(1));
 
@@ -48,10 +57,12 @@ mod tests {
         let started = Instant::now();
         assert!(parse_request_yaml(&at_cap)
             .unwrap_err()
+            .to_string()
             .contains("recursion limit"));
         assert!(started.elapsed() < Duration::from_secs(1));
         assert!(parse_request_yaml("a: [")
             .unwrap_err()
+            .to_string()
             .starts_with("not valid YAML"));
     }
 }
