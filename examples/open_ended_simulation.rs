@@ -11,6 +11,7 @@
 mod simulation;
 
 use simulation::open_ended_histogram as histogram_sim;
+use simulation::{open_ended_scenarios, simulate_open_ended, wilson, OpenEndedRow, SimError};
 
 fn share(k: usize, runs: usize) -> String {
     let (lo, hi) = wilson(k, runs);
@@ -35,29 +36,38 @@ fn histogram_table(runs: usize) {
     for (i, s) in histogram_sim::scenarios().iter().enumerate() {
         let started = std::time::Instant::now();
         let row = histogram_sim::simulate(s, runs, 20_261_205 + i as u64);
-        let detection = if s.onset.is_some() {
-            format!(
-                "{} / {} / {}",
-                share(row.within(15), runs),
-                share(row.within(30), runs),
-                share(row.within(60), runs)
-            )
-        } else {
-            "-".into()
-        };
-        let median = row
-            .median_delay()
-            .map_or_else(|| "-".into(), |d| d.to_string());
-        println!(
-            "| {} | {} | {detection} | {median} |",
-            s.name,
-            share(row.failed_early, runs)
-        );
-        eprintln!("  ({} in {:.1} s)", s.name, started.elapsed().as_secs_f64());
+        print_row(&row, s.onset.is_some(), started);
     }
 }
 
-use simulation::{open_ended_scenarios, simulate_open_ended, wilson, SimError};
+/// One table row: false failures, detection within 15 / 30 / 60 checks of the onset (when the
+/// scenario has one) and the median delay; the time it took on stderr.
+fn print_row(row: &OpenEndedRow, has_onset: bool, started: std::time::Instant) {
+    let share = |k: usize| share(k, row.runs);
+    let detection = if has_onset {
+        format!(
+            "{} / {} / {}",
+            share(row.within(15)),
+            share(row.within(30)),
+            share(row.within(60))
+        )
+    } else {
+        "-".into()
+    };
+    let median = row
+        .median_delay()
+        .map_or_else(|| "-".into(), |d| d.to_string());
+    println!(
+        "| {} | {} | {detection} | {median} |",
+        row.scenario,
+        share(row.failed_early)
+    );
+    eprintln!(
+        "  ({} in {:.1} s)",
+        row.scenario,
+        started.elapsed().as_secs_f64()
+    );
+}
 
 fn main() -> Result<(), SimError> {
     let args: Vec<String> = std::env::args().collect();
@@ -79,26 +89,7 @@ fn main() -> Result<(), SimError> {
     for (i, s) in open_ended_scenarios().iter().enumerate() {
         let started = std::time::Instant::now();
         let row = simulate_open_ended(s, runs, 20_240_601 + i as u64)?;
-        let share = |k: usize| share(k, runs);
-        let detection = if s.onset.is_some() {
-            format!(
-                "{} / {} / {}",
-                share(row.within(15)),
-                share(row.within(30)),
-                share(row.within(60))
-            )
-        } else {
-            "-".into()
-        };
-        let median = row
-            .median_delay()
-            .map_or_else(|| "-".into(), |d| d.to_string());
-        println!(
-            "| {} | {} | {detection} | {median} |",
-            s.name,
-            share(row.failed_early)
-        );
-        eprintln!("  ({} in {:.1} s)", s.name, started.elapsed().as_secs_f64());
+        print_row(&row, s.onset.is_some(), started);
     }
     if !args.iter().any(|a| a == "--ratio") {
         println!();

@@ -215,23 +215,10 @@ impl Engine {
         g: i64,
     ) -> Result<std::collections::VecDeque<(i64, Cell)>, String> {
         let (opts, config) = (cx.opts, cx.config);
-        let (Some(start), Some(end)) = (
-            Utc.timestamp_opt(from, 0).single(),
-            Utc.timestamp_opt(to, 0).single(),
-        ) else {
-            return Err("compare: the run's clock is out of range".to_string());
-        };
-        let step = std::time::Duration::from_secs(u64::try_from(g).unwrap_or(1));
-        let ask = |q: &String| QueryRequest::Range {
-            query: q.clone(),
-            start,
-            end,
-            step,
-        };
-        let (c, s) = (ask(cells_q[0]), ask(cells_q[1]));
+        let asks = cell_ranges(cells_q, from, to, g)?;
         let (c, s) = futures::join!(
-            self.query(config, &c, opts.deadline),
-            self.query(config, &s, opts.deadline),
+            self.query(config, &asks[0], opts.deadline),
+            self.query(config, &asks[1], opts.deadline),
         );
         let c = per_cell_le(
             &c.map_err(|e| format!("compare.histogram.canary failed: {e}"))?
@@ -268,22 +255,7 @@ impl Engine {
         g: i64,
     ) -> Result<std::collections::VecDeque<(i64, [u64; 4])>, String> {
         let (opts, config) = (cx.opts, cx.config);
-        let (Some(start), Some(end)) = (
-            Utc.timestamp_opt(from, 0).single(),
-            Utc.timestamp_opt(to, 0).single(),
-        ) else {
-            return Err("compare: the run's clock is out of range".to_string());
-        };
-        let step = std::time::Duration::from_secs(u64::try_from(g).unwrap_or(1));
-        let asks: Vec<QueryRequest> = cells_q
-            .iter()
-            .map(|q| QueryRequest::Range {
-                query: q.clone(),
-                start,
-                end,
-                step,
-            })
-            .collect();
+        let asks = cell_ranges(cells_q, from, to, g)?;
         let (cb, ct, sb, st) = futures::join!(
             self.query(config, &asks[0], opts.deadline),
             self.query(config, &asks[1], opts.deadline),
@@ -532,6 +504,32 @@ fn histogram_error(e: &crate::stats::HistogramError) -> String {
         ),
         e => format!("compare.histogram: {e}"),
     }
+}
+
+/// One range query per cell query, with a step of the interval `g`, for the cells ending at
+/// `from`, `from + g`, ..., `to` (Unix seconds).
+fn cell_ranges<Q: AsRef<str>>(
+    cells_q: impl IntoIterator<Item = Q>,
+    from: i64,
+    to: i64,
+    g: i64,
+) -> Result<Vec<QueryRequest>, String> {
+    let (Some(start), Some(end)) = (
+        Utc.timestamp_opt(from, 0).single(),
+        Utc.timestamp_opt(to, 0).single(),
+    ) else {
+        return Err("compare: the run's clock is out of range".to_string());
+    };
+    let step = std::time::Duration::from_secs(u64::try_from(g).unwrap_or(1));
+    Ok(cells_q
+        .into_iter()
+        .map(|q| QueryRequest::Range {
+            query: q.as_ref().to_string(),
+            start,
+            end,
+            step,
+        })
+        .collect())
 }
 
 #[cfg(test)]

@@ -17,6 +17,8 @@
 
 use rollgate::stats::{Buckets, HistogramDetector, Verdict};
 
+use super::OpenEndedRow;
+
 /// Prometheus client libraries' default latency buckets (seconds).
 pub const DEFAULT_BUCKETS: &[f64] = &[
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
@@ -50,31 +52,6 @@ pub struct Scenario {
     pub max_increase: f64,
     /// `threshold` (the threshold test), or the exceedance test on chosen bounds.
     pub threshold: Option<f64>,
-}
-
-/// What the runs did.
-#[derive(Debug, Clone, Default)]
-pub struct Row {
-    /// Runs.
-    pub runs: usize,
-    /// Runs failed before the onset (all failures when there is none).
-    pub failed_early: usize,
-    /// Failed runs' delays after the onset (1 = at the onset's check).
-    pub delays: Vec<u32>,
-}
-
-impl Row {
-    /// Runs failed within `checks` checks of the onset.
-    pub fn within(&self, checks: u32) -> usize {
-        self.delays.iter().filter(|d| **d <= checks).count()
-    }
-
-    /// The median delay of the failed runs.
-    pub fn median_delay(&self) -> Option<u32> {
-        let mut d = self.delays.clone();
-        d.sort_unstable();
-        d.get(d.len() / 2).copied()
-    }
 }
 
 /// Stable's median latency (seconds), a request's log spread, the load factors' spreads and
@@ -262,7 +239,7 @@ fn minute(rng: &mut Rng, bounds: &[f64], les: &[String], centre: f64, n: u32) ->
 }
 
 /// Simulates `runs` runs of `s` from `seed`.
-pub fn simulate(s: &Scenario, runs: usize, seed: u64) -> Row {
+pub fn simulate(s: &Scenario, runs: usize, seed: u64) -> OpenEndedRow {
     let les: Vec<String> = s
         .bounds
         .iter()
@@ -270,9 +247,11 @@ pub fn simulate(s: &Scenario, runs: usize, seed: u64) -> Row {
         .chain(["+Inf".to_string()])
         .collect();
     let mut rng = Rng(seed);
-    let mut row = Row {
+    let mut row = OpenEndedRow {
+        scenario: s.name.to_string(),
         runs,
-        ..Row::default()
+        failed_early: 0,
+        delays: Vec::new(),
     };
     let innovation = (1.0 - RHO * RHO).sqrt();
     for _ in 0..runs {
@@ -312,17 +291,4 @@ pub fn simulate(s: &Scenario, runs: usize, seed: u64) -> Row {
         }
     }
     row
-}
-
-/// Wilson's 95 % interval for `k` of `n`.
-pub fn wilson(k: usize, n: usize) -> (f64, f64) {
-    if n == 0 {
-        return (0.0, 1.0);
-    }
-    let (k, n, z) = (k as f64, n as f64, 1.959_963_984_540_054);
-    let p = k / n;
-    let den = 1.0 + z * z / n;
-    let mid = (p + z * z / (2.0 * n)) / den;
-    let half = z * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt() / den;
-    ((mid - half).max(0.0), (mid + half).min(1.0))
 }
