@@ -41,6 +41,7 @@
 
 pub(crate) mod argo;
 pub(crate) mod auth;
+pub mod backends;
 pub mod cli;
 pub mod condition;
 pub mod engine;

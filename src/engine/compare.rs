@@ -9,9 +9,7 @@ use chrono::{DateTime, Utc};
 
 use crate::condition::Value;
 use crate::measurement::Phase;
-use crate::prometheus::{
-    PrometheusConfig, PrometheusError, QueryData, QueryRequest, QueryResponse,
-};
+use crate::prometheus::{PrometheusError, QueryData, QueryRequest, QueryResponse};
 use crate::spec::{CompareForm, CompareSpec, Metric, RatioQueries};
 use crate::stats::{self, Design, DistOptions, Look, RatioInput, RatioOptions, Verdict};
 
@@ -216,7 +214,7 @@ impl Engine {
     /// `Err` names the failed query.
     async fn ratio_counts(
         &self,
-        config: &PrometheusConfig,
+        config: super::Target<'_>,
         canary: &RatioQueries,
         stable: &RatioQueries,
         opts: &EvalOptions,
@@ -245,7 +243,7 @@ impl Engine {
     /// The samples of one side: a range query over `window` ending at `end`.
     async fn samples(
         &self,
-        config: &PrometheusConfig,
+        config: super::Target<'_>,
         query: &str,
         end: DateTime<Utc>,
         window: Duration,

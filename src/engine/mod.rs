@@ -45,6 +45,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
+use crate::backends::BackendConfig;
 use crate::measurement::{Measurement, Phase};
 use crate::prometheus::{Backend, PrometheusConfig, PrometheusError, QueryRequest, QueryResponse};
 use crate::spec::{Metric, MetricKind, NoDataPolicy, OnInsufficient, Provider};
@@ -158,18 +159,18 @@ impl Engine {
         self
     }
 
-    /// Sends one query through the backend, reporting it to the observer.
+    /// Sends one query to its target, reporting it to the observer.
     async fn query(
         &self,
-        config: &PrometheusConfig,
+        target: Target<'_>,
         request: &QueryRequest,
         deadline: Option<tokio::time::Instant>,
     ) -> Result<QueryResponse, PrometheusError> {
         let Some(observe) = &self.observer else {
-            return self.backend.query(config, request, deadline).await;
+            return self.send(target, request, deadline).await;
         };
         let started = std::time::Instant::now();
-        let result = self.backend.query(config, request, deadline).await;
+        let result = self.send(target, request, deadline).await;
         let outcome = result
             .as_ref()
             .map_or_else(PrometheusError::kind_label, |_| "ok");
@@ -177,11 +178,31 @@ impl Engine {
         result
     }
 
+    /// Prometheus queries through the backend (live, recorded, replayed or cached); another
+    /// backend's through the live client, whose connections and limits they share.
+    async fn send(
+        &self,
+        target: Target<'_>,
+        request: &QueryRequest,
+        deadline: Option<tokio::time::Instant>,
+    ) -> Result<QueryResponse, PrometheusError> {
+        match target {
+            Target::Prometheus(config) => self.backend.query(config, request, deadline).await,
+            Target::Backend(backend) => match self.backend.live_client() {
+                Some(client) => backend.query(client, request, deadline).await,
+                None => Err(PrometheusError::Config(format!(
+                    "recordings (--record, --replay) hold Prometheus answers only; this metric queries {}",
+                    backend.name()
+                ))),
+            },
+        }
+    }
+
     /// Sends an instant query at the measurement's time (`opts.at`, else now) within its
     /// deadline.
     async fn instant(
         &self,
-        config: &PrometheusConfig,
+        config: Target<'_>,
         query: &str,
         opts: &EvalOptions,
     ) -> Result<QueryResponse, PrometheusError> {
@@ -211,13 +232,19 @@ impl Engine {
                     .unwrap_or_default(),
             ),
             Provider::Rollgate(spec) => {
-                match self.resolve_with(&spec.prometheus, opts.without_default_credentials) {
+                let resolved = match &spec.backend {
+                    Some(backend) => Ok(Resolved::Backend(backend)),
+                    None => self
+                        .resolve_with(&spec.prometheus, opts.without_default_credentials)
+                        .map(Resolved::Prometheus),
+                };
+                match resolved {
                     Err(message) => Outcome::new().error(message),
-                    Ok(config) => {
+                    Ok(resolved) => {
                         let cx = Ctx {
                             metric,
                             no_data: spec.no_data,
-                            config: &config,
+                            config: resolved.target(),
                             opts,
                             started_at,
                         };
@@ -379,7 +406,10 @@ impl Engine {
             query: query.to_string(),
             time: opts.at,
         };
-        match self.query(config, &request, opts.deadline).await {
+        match self
+            .query(Target::Prometheus(config), &request, opts.deadline)
+            .await
+        {
             Err(e) => out.error(format!("query failed: {e}")),
             Ok(mut response) => {
                 out.note_warnings(&response);
@@ -415,12 +445,49 @@ pub(crate) fn run_clock_missing<'a>(
         .then(|| crate::spec::run_clock::RunClockError::NoRunStart.to_string())
 }
 
-/// What every kind's measurement reads: the metric, its no-data policy, the resolved Prometheus
-/// config, the options and when the measurement started. One struct instead of six arguments.
+/// Where a measurement's queries go: a Prometheus-compatible API (its resolved config), or
+/// another backend.
+#[derive(Debug, Clone, Copy)]
+enum Target<'a> {
+    Prometheus(&'a PrometheusConfig),
+    Backend(&'a BackendConfig),
+}
+
+impl Target<'_> {
+    /// The Prometheus config, for what only PromQL can do (fleet, open-ended windows: the
+    /// spec refuses them with another backend); else the error saying so.
+    fn prometheus(&self) -> Result<&PrometheusConfig, String> {
+        match self {
+            Target::Prometheus(config) => Ok(config),
+            Target::Backend(backend) => Err(format!(
+                "this analysis needs a Prometheus-compatible API; the metric queries {}",
+                backend.name()
+            )),
+        }
+    }
+}
+
+/// A metric's target once the address rules have been applied.
+enum Resolved<'a> {
+    Prometheus(std::borrow::Cow<'a, PrometheusConfig>),
+    Backend(&'a BackendConfig),
+}
+
+impl Resolved<'_> {
+    fn target(&self) -> Target<'_> {
+        match self {
+            Resolved::Prometheus(config) => Target::Prometheus(config),
+            Resolved::Backend(backend) => Target::Backend(backend),
+        }
+    }
+}
+
+/// What every kind's measurement reads: the metric, its no-data policy, where its queries go,
+/// the options and when the measurement started. One struct instead of six arguments.
 struct Ctx<'a> {
     metric: &'a Metric,
     no_data: NoDataPolicy,
-    config: &'a PrometheusConfig,
+    config: Target<'a>,
     opts: &'a EvalOptions,
     started_at: DateTime<Utc>,
 }

@@ -329,7 +329,11 @@ impl Engine {
         start: DateTime<Utc>,
         g: i64,
     ) -> Outcome {
-        let (metric, opts, config) = (cx.metric, cx.opts, cx.config);
+        let (metric, opts) = (cx.metric, cx.opts);
+        let config = match cx.config.prometheus() {
+            Ok(config) => config,
+            Err(message) => return Outcome::new().error(message),
+        };
         let now = opts.at.unwrap_or(cx.started_at);
         let (margin, threshold) = match form {
             OpenForm::Ratio { margin } => (margin, None),

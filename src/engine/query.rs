@@ -78,7 +78,10 @@ impl Engine {
             Err(e) => return out.error(format!("query failed: {e}")),
         };
         out.note_warnings(&response);
-        out.value = argo_value_string(&response.data);
+        out.value = match &response.shaped {
+            Some(shaped) => shaped.value.clone(),
+            None => argo_value_string(&response.data),
+        };
         if let Some(why) = no_data::detect(&response.data) {
             let (phase, message) = no_data::verdict(no_data, "query", &spec.query, &why);
             out.metadata.insert("noData".into(), why.describe());

@@ -22,7 +22,11 @@ pub(super) fn by_conditions(
     response: &QueryResponse,
     note: &str,
 ) -> Outcome {
-    let result = condition_value(&response.data);
+    // Another backend's answer is judged in the shape its own Argo provider gives it.
+    let result = match &response.shaped {
+        Some(shaped) => Value::from(&shaped.result),
+        None => condition_value(&response.data),
+    };
     // The message is formatted from the value in place (no copy of it per check).
     match metric.judge(&result) {
         Ok(phase) => {

@@ -49,6 +49,21 @@ pub struct Limits {
 }
 
 impl Limits {
+    /// The size cap for one answer when a spec asks for `asked` (`maxResponseBytes`): the
+    /// spec's, which may only lower the operator's.
+    pub(crate) fn response_limit(&self, asked: Option<u64>) -> Result<u64, super::PrometheusError> {
+        match (asked, self.max_response_bytes) {
+            (Some(asked), Some(cap)) if asked > cap => Err(super::PrometheusError::Config(format!(
+                "maxResponseBytes {asked} is above this server's limit of {cap} bytes (--max-response-bytes / ROLLGATE_MAX_RESPONSE_BYTES): lower it or leave it out"
+            ))),
+            (Some(asked), _) => Ok(asked),
+            (None, Some(cap)) => Ok(cap),
+            // The command line's cap (its user is the operator); a server's comes from
+            // `for_server`.
+            (None, None) => Ok(super::config::DEFAULT_MAX_RESPONSE_BYTES),
+        }
+    }
+
     /// The bounds of a long-running process, from its flags (each `None` takes the default).
     pub fn for_server(max_response_bytes: Option<u64>, max_buffered_bytes: Option<u64>) -> Limits {
         Limits {

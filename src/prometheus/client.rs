@@ -1,37 +1,30 @@
 //! The live HTTP client: authentication, TLS, bounded retries, deadlines and the size cap.
 
-use std::borrow::Borrow;
 use std::collections::HashMap;
-use std::hash::Hash;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use base64::Engine as _;
 use http::header::{
     HeaderMap, HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE, USER_AGENT,
 };
 use http::{Method, Uri};
-use hyper_util::client::proxy::matcher::Matcher;
 use tokio::time::Instant;
 use url::Url;
 
 use super::auth::sigv4::SigV4;
 use super::auth::Authorizer;
-use super::budget::{Budget, Charge, Held, Limits, FIRST_CHARGE};
-use super::config::{
-    is_sensitive_header, redact_url, PrometheusConfig, SigV4Config, DEFAULT_MAX_RESPONSE_BYTES,
-};
+use super::budget::{Budget, Charge, Held, Limits};
+use super::config::{is_sensitive_header, redact_url, PrometheusConfig, SigV4Config};
 use super::error::{retryable_status, Origin, PrometheusError};
+use super::http::{
+    build_http_client, cached, chain, read_body, Http, Reading, TlsKey, FIRST_BACKOFF, MAX_BACKOFF,
+};
 use super::request::{QueryRequest, INSTANT_PATH, RANGE_PATH};
 use super::response::{decode, QueryResponse};
 use super::scrub::Scrubber;
 
-/// First pause between attempts; doubled after each retry.
-const FIRST_BACKOFF: Duration = Duration::from_millis(100);
-/// Longest pause between attempts.
-const MAX_BACKOFF: Duration = Duration::from_secs(5);
 /// Distinct TLS settings kept; more means CA files keep changing, so start over.
 const MAX_CACHED_CLIENTS: usize = 16;
 /// Distinct addresses whose parsed endpoints are kept; past it, start over.
@@ -47,7 +40,7 @@ const MAX_CACHED_SIGNERS: usize = 16;
 /// (CA file content, `insecure_skip_verify`); everything else is applied per request.
 #[derive(Clone, Default)]
 pub struct Client {
-    http: Arc<Mutex<HashMap<TlsKey, Arc<Http>>>>,
+    pub(super) http: Arc<Mutex<HashMap<TlsKey, Arc<Http>>>>,
     endpoints: Arc<Mutex<HashMap<String, Arc<Endpoint>>>>,
     /// Forms of instant queries at the server's "now", by query: a hook or a plugin asks the
     /// same queries at every interval, and encoding one costs several times its look-up.
@@ -56,21 +49,15 @@ pub struct Client {
     /// check with the same block shares one exchange with STS.
     signers: Arc<Mutex<HashMap<SigV4Config, Arc<SigV4>>>>,
     /// The operator's bounds on answers.
-    limits: Limits,
+    pub(super) limits: Limits,
     /// The bytes of answers held at once, when bounded.
-    budget: Option<Budget>,
+    pub(super) budget: Option<Budget>,
 }
 
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Client").finish_non_exhaustive()
     }
-}
-
-#[derive(Clone, PartialEq, Eq, Hash)]
-struct TlsKey {
-    insecure_skip_verify: bool,
-    ca_pem: Option<Vec<u8>>,
 }
 
 /// Everything needed to send one query, read from the configuration and secret files once per
@@ -107,14 +94,7 @@ impl Client {
 
     /// The size cap for a query with `cfg`: the spec's, which may only lower the operator's.
     fn response_limit(&self, cfg: &PrometheusConfig) -> Result<u64, PrometheusError> {
-        match (cfg.max_response_bytes, self.limits.max_response_bytes) {
-            (Some(asked), Some(cap)) if asked > cap => Err(PrometheusError::Config(format!(
-                "maxResponseBytes {asked} is above this server's limit of {cap} bytes (--max-response-bytes / ROLLGATE_MAX_RESPONSE_BYTES): lower it or leave it out"
-            ))),
-            (Some(asked), _) => Ok(asked),
-            (None, Some(cap)) => Ok(cap),
-            (None, None) => Ok(DEFAULT_MAX_RESPONSE_BYTES),
-        }
+        self.limits.response_limit(cfg.max_response_bytes)
     }
 
     /// Runs `req` against `cfg.address`, retrying retryable failures up to `cfg.retries` times
@@ -329,175 +309,29 @@ impl Client {
 
     /// The pooled HTTP client for this configuration's TLS settings.
     fn http_client(&self, cfg: &PrometheusConfig) -> Result<Arc<Http>, PrometheusError> {
-        let ca_pem = match &cfg.ca_file {
+        self.pooled(cfg.ca_file.as_deref(), cfg.insecure_skip_verify)
+    }
+
+    /// The pooled HTTP client trusting `ca_file` (read now, so a rotated CA is used) or, with
+    /// `insecure_skip_verify`, any certificate.
+    pub(super) fn pooled(
+        &self,
+        ca_file: Option<&Path>,
+        insecure_skip_verify: bool,
+    ) -> Result<Arc<Http>, PrometheusError> {
+        let ca_pem = match ca_file {
             Some(path) => {
                 Some(std::fs::read(path).map_err(|e| PrometheusError::file("CA file", path, &e))?)
             }
             None => None,
         };
         let key = TlsKey {
-            insecure_skip_verify: cfg.insecure_skip_verify,
+            insecure_skip_verify,
             ca_pem,
         };
         cached(&self.http, &key, MAX_CACHED_CLIENTS, || {
-            build_http_client(&key, cfg.ca_file.as_deref()).map(Arc::new)
+            build_http_client(&key, ca_file).map(Arc::new)
         })
-    }
-}
-
-/// The value `cache` holds for `key`, else `make`'s, kept; past `max` entries the cache starts
-/// over (the caches beside a client: endpoints, forms, pooled clients).
-fn cached<Q, K, V, E>(
-    cache: &Mutex<HashMap<K, V>>,
-    key: &Q,
-    max: usize,
-    make: impl FnOnce() -> Result<V, E>,
-) -> Result<V, E>
-where
-    Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
-    K: Borrow<Q> + Hash + Eq,
-    V: Clone,
-{
-    let mut cache = cache.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(value) = cache.get(key) {
-        return Ok(value.clone());
-    }
-    let value = make()?;
-    if cache.len() >= max {
-        cache.clear();
-    }
-    cache.insert(key.to_owned(), value.clone());
-    Ok(value)
-}
-
-/// One pooled reqwest client, and the environment's proxy rules when it names a proxy.
-struct Http {
-    client: reqwest::Client,
-    /// The rules reqwest itself follows (both read by hyper-util's matcher from the same
-    /// variables, once, when the client is built), kept to refuse by name the proxies reqwest
-    /// is built without (SOCKS) rather than speak HTTP to them.
-    proxies: Option<Matcher>,
-}
-
-impl Http {
-    /// A client trusting the built-in roots and `extra_roots` (or any certificate, with
-    /// `insecure_skip_verify`), following no redirect (an answer names them instead: see
-    /// `attempt`), resolving names with hickory (a static binary has no NSS) and sending
-    /// through the proxies the environment names (`HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY`,
-    /// `NO_PROXY`, either case). Idle connections are kept 90 s (reqwest's default).
-    fn new(
-        insecure_skip_verify: bool,
-        extra_roots: Vec<reqwest::Certificate>,
-    ) -> Result<Http, reqwest::Error> {
-        let mut builder = reqwest::Client::builder()
-            .use_rustls_tls()
-            .redirect(reqwest::redirect::Policy::none())
-            .danger_accept_invalid_certs(insecure_skip_verify)
-            // No TCP keepalive probes or user timeout (reqwest's defaults set four socket
-            // options on every new connection: 15 µs of a refused query's 110): an idle
-            // connection leaves the pool after 90 s anyway, and each attempt has its timeout.
-            .tcp_keepalive(None)
-            .tcp_keepalive_interval(None)
-            .tcp_keepalive_retries(None)
-            .tcp_user_timeout(None);
-        for cert in extra_roots {
-            builder = builder.add_root_certificate(cert);
-        }
-        let proxies = proxy_in_environment().then(Matcher::from_env);
-        if proxies.is_none() {
-            // Nothing to match: without this, reqwest asks an empty matcher about every
-            // request (NO_PROXY's host checks).
-            builder = builder.no_proxy();
-        }
-        Ok(Http {
-            client: builder.build()?,
-            proxies,
-        })
-    }
-
-    /// Refuses a destination the environment sends through a proxy that is not HTTP(S).
-    fn check_proxy(&self, url: &Url) -> Result<(), PrometheusError> {
-        let Some(proxies) = &self.proxies else {
-            return Ok(());
-        };
-        let Ok(uri) = Uri::try_from(url.as_str()) else {
-            return Ok(());
-        };
-        match proxies.intercept(&uri) {
-            Some(proxy) if !matches!(proxy.uri().scheme_str(), Some("http" | "https")) => {
-                // The proxy's URI only: its credentials are kept apart by the matcher.
-                let scheme = proxy.uri().scheme_str().unwrap_or_default();
-                Err(PrometheusError::Config(format!(
-                    "proxy scheme `{scheme}` is not supported (set by ALL_PROXY, HTTP_PROXY or HTTPS_PROXY): name an http:// or https:// proxy"
-                )))
-            }
-            _ => Ok(()),
-        }
-    }
-}
-
-/// Whether the environment names a proxy, as curl and Go read the variables (and hyper-util
-/// 0.1.21's `Matcher::from_env`, which reqwest uses): `ALL_PROXY`, `HTTP_PROXY`,
-/// `HTTPS_PROXY`, either case; `NO_PROXY` only narrows those.
-fn proxy_in_environment() -> bool {
-    [
-        "ALL_PROXY",
-        "all_proxy",
-        "HTTP_PROXY",
-        "http_proxy",
-        "HTTPS_PROXY",
-        "https_proxy",
-    ]
-    .iter()
-    .any(|name| std::env::var_os(name).is_some())
-}
-
-fn build_http_client(key: &TlsKey, ca_path: Option<&Path>) -> Result<Http, PrometheusError> {
-    let mut extra_roots = Vec::new();
-    if let (Some(pem), Some(path)) = (&key.ca_pem, ca_path) {
-        use rustls_pki_types::pem::PemObject as _;
-        let bad = || {
-            PrometheusError::Config(format!(
-                "CA file {} holds no valid PEM certificate",
-                path.display()
-            ))
-        };
-        for cert in rustls_pki_types::CertificateDer::pem_slice_iter(pem) {
-            let der = cert.map_err(|_| bad())?;
-            extra_roots.push(reqwest::Certificate::from_der(&der).map_err(|_| bad())?);
-        }
-        if extra_roots.is_empty() {
-            return Err(bad());
-        }
-    }
-    Http::new(key.insecure_skip_verify, extra_roots).map_err(|e| {
-        PrometheusError::Config(format!("cannot set up the HTTP client: {}", chain(&e)))
-    })
-}
-
-/// How one attempt reads its body: up to `limit` bytes, drawn from `budget` (with `waiting`
-/// set while it waits for room).
-struct Reading<'a> {
-    limit: u64,
-    budget: Option<&'a Budget>,
-    waiting: &'a AtomicBool,
-}
-
-impl Reading<'_> {
-    /// Room for a body buffer of `capacity` bytes (and its decoding) in `held`; the attempt's
-    /// timeout bounds the wait.
-    async fn charge(
-        &self,
-        held: &mut Held,
-        turn: &mut Option<tokio::sync::OwnedMutexGuard<()>>,
-        capacity: usize,
-    ) {
-        if let Some(budget) = self.budget {
-            self.waiting.store(true, Ordering::Relaxed);
-            // Only a closed semaphore fails, and the budget's is never closed.
-            let _ = budget.charge_body(held, turn, capacity).await;
-            self.waiting.store(false, Ordering::Relaxed);
-        }
     }
 }
 
@@ -560,118 +394,15 @@ async fn send(
         })
 }
 
-/// One HTTP request and its body, read up to the size cap; the body's bytes are drawn from
-/// the budget (the returned `Held`) before they are buffered.
+/// One HTTP request and its body, read up to the size cap (see [`read_body`]).
 async fn attempt(
     http: &Http,
     prepared: &Prepared,
     method: Method,
     read: Reading<'_>,
 ) -> Result<(u16, Vec<u8>, Held), PrometheusError> {
-    let origin = &prepared.origin;
-    let mut response = send(http, prepared, method).await?;
-    let status = response.status().as_u16();
-    if response.status().is_redirection() {
-        // Not followed: a POST turned into a GET on the way loses its query, and a login
-        // page would answer 200 with HTML; the address to use instead is the fix.
-        let location = response
-            .headers()
-            .get(http::header::LOCATION)
-            .and_then(|l| l.to_str().ok())
-            .map_or_else(|| "nowhere".to_string(), redact_url);
-        return Err(PrometheusError::Http {
-            origin: origin.clone(),
-            status,
-            excerpt: format!(
-                "a redirect to {location} (rollgate does not follow redirects: use that address)"
-            ),
-        });
-    }
-    let limit = read.limit;
-    let too_large = || PrometheusError::TooLarge {
-        origin: origin.clone(),
-        limit,
-    };
-    let declared = response.content_length();
-    if declared.is_some_and(|len| len > limit) {
-        return Err(too_large());
-    }
-    // Trust Content-Length for the initial allocation only up to a modest size.
-    let initial = usize::try_from(declared.unwrap_or(0).min(limit).min(16 << 20)).unwrap_or(0);
-    let limit_len = usize::try_from(limit).unwrap_or(usize::MAX);
-    let mut held = Held::default();
-    let mut turn = None;
-    let first = if declared.is_some() {
-        initial
-    } else {
-        FIRST_CHARGE.min(limit_len)
-    };
-    read.charge(&mut held, &mut turn, first).await;
-    let mut buffer = Vec::with_capacity(initial);
-    // Chunk by chunk, so that the cap stops an endless body and the budget is drawn before
-    // each buffer grows.
-    while let Some(chunk) = response
-        .chunk()
-        .await
-        .map_err(|e| PrometheusError::Connect {
-            origin: origin.clone(),
-            detail: format!("the response broke off: {}", chain(&e.without_url())),
-        })?
-    {
-        let needed = buffer.len().saturating_add(chunk.len());
-        if needed > limit_len {
-            return Err(too_large());
-        }
-        if needed > buffer.capacity() {
-            // Grown here, as the vector itself would (doubling), so that what is charged
-            // is what gets allocated.
-            let capacity = needed
-                .max(buffer.capacity().saturating_mul(2))
-                .min(limit_len);
-            read.charge(&mut held, &mut turn, capacity).await;
-            buffer.reserve_exact(capacity - buffer.len());
-        }
-        buffer.extend_from_slice(&chunk);
-    }
-    Ok((status, buffer, held))
+    read_body(send(http, prepared, method).await?, &prepared.origin, read).await
 }
-
-/// An error's causes on one line, without the HTTP stack's generic wrappers ("error sending
-/// request", "client error (Connect)", "dns error") when there is something more specific,
-/// and with a failed name lookup in words.
-fn chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let mut source = e.source();
-    while let Some(s) = source {
-        let text = s.to_string();
-        let generic = text.starts_with("client error (") || text == "dns error";
-        if !generic && !parts.iter().any(|p| p.contains(&text)) {
-            parts.push(resolve_failure(&text).unwrap_or(text));
-        }
-        source = s.source();
-    }
-    if parts.is_empty() {
-        e.to_string()
-    } else {
-        parts.join(": ")
-    }
-}
-
-/// hickory's "no records found" errors (bare or as a "proto error: …") in words: they print
-/// the query as a Rust debug struct (`Query { name: Name("…"), … }`), which no user should read.
-fn resolve_failure(hickory: &str) -> Option<String> {
-    let (_, rest) = hickory.split_once("no records found")?;
-    let host = rest
-        .split_once("Name(\"")
-        .and_then(|(_, name)| name.split_once('"'))
-        .map_or("the host", |(name, _)| name.trim_end_matches('.'));
-    Some(if rest.contains("NXDomain") {
-        format!("cannot resolve {host}: no such host (NXDOMAIN)")
-    } else {
-        format!("cannot resolve {host}: the name has no address records")
-    })
-}
-
 /// What an address gives every query to it, worked out once per address (parsing a URL costs
 /// more than the rest of a query's preparation): the API endpoints without userinfo, the
 /// userinfo (basic auth), and the origin that messages name.
@@ -890,6 +621,7 @@ fn percent_decode(s: &str) -> String {
 mod tests {
     use super::*;
     use crate::prometheus::config::BasicAuth;
+    use std::time::Duration;
 
     fn cfg(address: &str) -> PrometheusConfig {
         PrometheusConfig::new(address)

@@ -90,6 +90,16 @@ pub enum PrometheusError {
         message: String,
     },
 
+    /// HTTP 429: the API's rate limit was reached and its reset did not come before the
+    /// check's time ran out.
+    #[error("{origin} refused the query: rate limit reached (HTTP 429{})", retry_after.map(|d| format!("; it resets in {}", fmt_duration(d))).unwrap_or_default())]
+    RateLimited {
+        /// The server, without userinfo.
+        origin: Origin,
+        /// When the server said the limit resets, if it did.
+        retry_after: Option<Duration>,
+    },
+
     /// The body is not a well-formed query response.
     #[error("malformed response from {origin}: {detail}")]
     Malformed {
@@ -174,6 +184,7 @@ impl PrometheusError {
             PrometheusError::Connect { .. } => "connect",
             PrometheusError::Timeout { .. } => "timeout",
             PrometheusError::Http { .. } => "http",
+            PrometheusError::RateLimited { .. } => "rate_limited",
             PrometheusError::Api { .. } => "api",
             PrometheusError::Malformed { .. } => "malformed",
             PrometheusError::Partial { .. } => "partial",

@@ -5,18 +5,21 @@
 //! from a recording ([`Replay`]). Every answer, live or replayed, goes through the same decoder
 //! ([`parse_response`] for bodies), so both fail the same way.
 
+mod api;
 mod auth;
 mod budget;
 mod client;
 mod config;
 mod error;
+pub(crate) mod http;
 mod labels;
 mod range_cache;
 mod replay;
 mod request;
 mod response;
-mod scrub;
+pub(crate) mod scrub;
 
+pub(crate) use api::{Exchange, Reply};
 pub use auth::aws_credentials::shared_credentials_file;
 pub use budget::{Limits, LimitsError, DEFAULT_MAX_BUFFERED_BYTES, DEFAULT_MAX_RESPONSE_BYTES};
 pub use client::Client;
@@ -31,7 +34,7 @@ pub(crate) use range_cache::Grid;
 pub use range_cache::RangeCache;
 pub use replay::{Recorder, Replay};
 pub use request::QueryRequest;
-pub use response::{parse_response, QueryData, QueryResponse, RangeSeries, Sample, Series};
+pub use response::{parse_response, QueryData, QueryResponse, RangeSeries, Sample, Series, Shaped};
 
 use tokio::time::Instant;
 
@@ -67,6 +70,17 @@ impl Backend {
             }
             Backend::Replay(replay) => replay.answer(req),
             Backend::Cached(cache) => cache.query(cfg, req, deadline).await,
+        }
+    }
+
+    /// The live client behind this backend, which queries to other backends' APIs share
+    /// (connections, limits, byte budget); `None` when answers come from a recording, or are
+    /// being recorded (recordings hold Prometheus answers only).
+    pub fn live_client(&self) -> Option<&Client> {
+        match self {
+            Backend::Live(client) => Some(client),
+            Backend::Recording(..) | Backend::Replay(_) => None,
+            Backend::Cached(cache) => cache.inner().live_client(),
         }
     }
 }

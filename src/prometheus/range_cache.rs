@@ -344,13 +344,7 @@ fn answer_at(
             },
         }]),
     };
-    Some(QueryResponse {
-        data,
-        warnings: Vec::new(),
-        infos: Vec::new(),
-        histogram_only: Vec::new(),
-        charge: Default::default(),
-    })
+    Some(QueryResponse::from_data(data))
 }
 
 #[cfg(test)]

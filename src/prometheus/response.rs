@@ -31,6 +31,34 @@ pub struct QueryResponse {
     pub histogram_only: Vec<usize>,
     /// The answer's share of the client's byte budget, given back with its last copy.
     pub(crate) charge: super::budget::Charge,
+    /// The result as another backend's Argo provider shapes it (Datadog, CloudWatch, …), for
+    /// conditions and the measurement value; `None` for Prometheus, whose shape is `data`'s.
+    pub shaped: Option<Shaped>,
+}
+
+/// A result in the shape an Argo Rollouts built-in provider other than Prometheus gives it, so
+/// that a `successCondition` written for that provider keeps its meaning.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Shaped {
+    /// The `result` variable the conditions see.
+    pub result: serde_json::Value,
+    /// The measurement value, formatted as that provider formats it.
+    pub value: String,
+}
+
+impl QueryResponse {
+    /// An answer with `data` and nothing else (no warnings, infos or shaped result): what a
+    /// backend other than Prometheus builds from its own API's answer.
+    pub fn from_data(data: QueryData) -> QueryResponse {
+        QueryResponse {
+            data,
+            warnings: Vec::new(),
+            infos: Vec::new(),
+            histogram_only: Vec::new(),
+            charge: Default::default(),
+            shaped: None,
+        }
+    }
 }
 
 /// The result of a query, by Prometheus result type.
@@ -183,6 +211,7 @@ pub(crate) fn decode(
         infos: all_infos,
         histogram_only,
         charge: Default::default(),
+        shaped: None,
     })
 }
 

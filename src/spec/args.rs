@@ -22,20 +22,23 @@ pub(crate) const MAX_EXPANDED_BYTES: usize = 1 << 20;
 /// and so is a result whose strings exceed [`MAX_EXPANDED_BYTES`] in all.
 pub fn substitute(value: &Value, args: &ArgValues, path: &str) -> Result<Value, SpecError> {
     let mut budget = MAX_EXPANDED_BYTES;
-    substitute_within(value, args, path, &mut budget)
+    substitute_within(value, args, path, &mut budget, false)
 }
 
+/// `foreign`: `value` is (inside) a metric spec that names a backend other than Prometheus,
+/// so its queries are not PromQL.
 fn substitute_within(
     value: &Value,
     args: &ArgValues,
     path: &str,
     budget: &mut usize,
+    foreign: bool,
 ) -> Result<Value, SpecError> {
     Ok(match value {
         Value::String(s) => {
             let out = expand(s, args, path, budget)?;
             if out != *s {
-                check_value_use(s, args, path)?;
+                check_value_use(s, args, path, foreign)?;
             }
             Value::String(out)
         }
@@ -43,21 +46,30 @@ fn substitute_within(
             items
                 .iter()
                 .enumerate()
-                .map(|(i, v)| substitute_within(v, args, &format!("{path}[{i}]"), budget))
+                .map(|(i, v)| substitute_within(v, args, &format!("{path}[{i}]"), budget, foreign))
                 .collect::<Result<_, _>>()?,
         ),
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .map(|(k, v)| {
-                    let child = if path.is_empty() {
-                        k.clone()
-                    } else {
-                        format!("{path}.{k}")
-                    };
-                    Ok((k.clone(), substitute_within(v, args, &child, budget)?))
-                })
-                .collect::<Result<_, SpecError>>()?,
-        ),
+        Value::Object(map) => {
+            let foreign = foreign
+                || crate::backends::BACKEND_KEYS
+                    .iter()
+                    .any(|k| map.contains_key(*k));
+            Value::Object(
+                map.iter()
+                    .map(|(k, v)| {
+                        let child = if path.is_empty() {
+                            k.clone()
+                        } else {
+                            format!("{path}.{k}")
+                        };
+                        Ok((
+                            k.clone(),
+                            substitute_within(v, args, &child, budget, foreign)?,
+                        ))
+                    })
+                    .collect::<Result<_, SpecError>>()?,
+            )
+        }
         other => other.clone(),
     })
 }
@@ -67,7 +79,7 @@ pub fn substitute_str(text: &str, args: &ArgValues, path: &str) -> Result<String
     let mut budget = MAX_EXPANDED_BYTES;
     let out = expand(text, args, path, &mut budget)?;
     if out != text {
-        check_value_use(text, args, path)?;
+        check_value_use(text, args, path, false)?;
     }
     Ok(out)
 }
@@ -192,6 +204,10 @@ fn collect_names(value: &Value, names: &mut BTreeSet<String>) {
 enum Place {
     /// A PromQL query: the substituted query must lex and parse as the template's does.
     Promql,
+    /// A query in another backend's language (Datadog, InfluxQL, NRQL, Graphite, CloudWatch),
+    /// which rollgate cannot parse: each value must be one plain token (letters, digits and
+    /// `_ . : / -`), so that no value can add a clause, a quote, a wildcard or an operator.
+    ForeignQuery,
     /// Argo's `successCondition` / `failureCondition`, which decide the verdict: a number (or
     /// `true`/`false`) outside quotes, a string without quotes, backslashes or control
     /// characters inside them.
@@ -426,8 +442,16 @@ fn refused(name: &str, value: &str, expected: String) -> SpecError {
 /// Checks that the values `text`'s placeholders take from `args` stay values where they
 /// land (see [`Place`]); the error names the first argument that would not. `path` is the key
 /// of `text`, which decides the rule.
-fn check_value_use(text: &str, args: &ArgValues, path: &str) -> Result<(), SpecError> {
-    let place = place_of(path);
+fn check_value_use(
+    text: &str,
+    args: &ArgValues,
+    path: &str,
+    foreign: bool,
+) -> Result<(), SpecError> {
+    let place = match place_of(path) {
+        Place::Promql if foreign => Place::ForeignQuery,
+        place => place,
+    };
     if place == Place::Scalar {
         return Ok(());
     }
@@ -471,6 +495,13 @@ fn check_value_use(text: &str, args: &ArgValues, path: &str) -> Result<(), SpecE
                     format!("text without {q}, backslashes or control characters inside the quoted string of the condition {path}"),
                 ))
             }
+            (Place::ForeignQuery, _) if !is_plain_token(&value) => {
+                return Err(refused(
+                    name,
+                    &value,
+                    format!("one plain token (letters, digits, `_`, `.`, `:`, `/`, `-`) in {path}: arguments are values, never query syntax"),
+                ))
+            }
             (Place::Promql, Context::Code) if code_sentinel(&value).is_none() => {
                 return Err(refused(
                     name,
@@ -485,6 +516,15 @@ fn check_value_use(text: &str, args: &ArgValues, path: &str) -> Result<(), SpecE
         check_promql_structure(&segs, &value_of, path)?;
     }
     Ok(())
+}
+
+/// Whether `value` is one plain token of another backend's query: a name, number, tag value
+/// or path segment, never a quote, space, bracket, wildcard, comma or operator.
+fn is_plain_token(value: &str) -> bool {
+    !value.is_empty()
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b':' | b'/' | b'-'))
 }
 
 /// The query with each argument replaced by `fill(name, context)`.

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::error::SpecError;
 use super::metric::{read_on_insufficient, OnInsufficient};
-use super::promql::check_promql;
+use super::promql::{check_query, QueryLanguage};
 use super::reader::{invalid, ObjectReader};
 pub(crate) use crate::stats::{Design, Direction};
 
@@ -92,6 +92,16 @@ pub(crate) const DEFAULT_MIN_SAMPLES: u64 = 10;
 impl CompareSpec {
     /// Reads and validates a `compare:` block at `path`.
     pub fn from_value(value: &Value, path: &str) -> Result<CompareSpec, SpecError> {
+        CompareSpec::from_value_in(value, path, QueryLanguage::Promql)
+    }
+
+    /// [`CompareSpec::from_value`] for queries in `language` (a metric's backend): the
+    /// histogram form reads PromQL bucket series, so it needs PromQL.
+    pub fn from_value_in(
+        value: &Value,
+        path: &str,
+        language: QueryLanguage,
+    ) -> Result<CompareSpec, SpecError> {
         let mut c = ObjectReader::new(path, value)?;
         let histogram = c.has("histogram");
         if histogram {
@@ -127,10 +137,17 @@ impl CompareSpec {
             }
         };
         let form = if histogram {
+            if let QueryLanguage::Other(backend) = language {
+                return Err(SpecError::Invalid {
+                    path: c.path_of("histogram"),
+                    expected: format!("the ratio or distribution form: the histogram form reads Prometheus bucket series (`le`), which the {backend} backend does not have"),
+                    got: "histogram".into(),
+                });
+            }
             histogram_form(&mut c)?
         } else if distribution {
-            let canary = side_query(&mut c, "canary")?;
-            let stable = side_query(&mut c, "stable")?;
+            let canary = side_query(&mut c, "canary", language)?;
+            let stable = side_query(&mut c, "stable", language)?;
             let window = c.duration("window")?.unwrap_or(Duration::from_secs(1800));
             let step = c.duration("step")?.unwrap_or(Duration::from_secs(60));
             if step.is_zero() || step > window {
@@ -178,8 +195,8 @@ impl CompareSpec {
                 correct_autocorrelation,
             }
         } else {
-            let canary = ratio_side(&mut c, "canary")?;
-            let stable = ratio_side(&mut c, "stable")?;
+            let canary = ratio_side(&mut c, "canary", language)?;
+            let stable = ratio_side(&mut c, "stable", language)?;
             let margin = c.number("margin", 0.0, 1.0)?.unwrap_or(0.0);
             let min_requests = c
                 .integer("minRequests", 0, u64::MAX)?
@@ -209,8 +226,8 @@ fn histogram_form(c: &mut ObjectReader<'_>) -> Result<CompareForm, SpecError> {
         path: c.path_of("histogram"),
         hint: "{canary, stable}: one `sum by (le) (increase(..._bucket[W]))` query per side".into(),
     })?;
-    let canary = side_query(&mut h, "canary")?;
-    let stable = side_query(&mut h, "stable")?;
+    let canary = side_query(&mut h, "canary", QueryLanguage::Promql)?;
+    let stable = side_query(&mut h, "stable", QueryLanguage::Promql)?;
     h.finish()?;
     let threshold = c.number("threshold", 0.0, f64::MAX)?;
     let margin = c.number("margin", 0.0, 1.0)?.unwrap_or(0.0);
@@ -233,18 +250,18 @@ fn histogram_form(c: &mut ObjectReader<'_>) -> Result<CompareForm, SpecError> {
     })
 }
 
-fn side_query(c: &mut ObjectReader<'_>, key: &'static str) -> Result<String, SpecError> {
+fn side_query(
+    c: &mut ObjectReader<'_>,
+    key: &'static str,
+    language: QueryLanguage,
+) -> Result<String, SpecError> {
     let path = c.path_of(key);
     match c.get(key) {
         Some(Value::String(q)) => {
-            check_promql(&path, q)?;
+            check_query(&path, q, language)?;
             Ok(q.clone())
         }
-        Some(other) => Err(invalid(
-            &path,
-            "a PromQL query (as the canary side is)",
-            other,
-        )),
+        Some(other) => Err(invalid(&path, "a query (as the canary side is)", other)),
         None => Err(SpecError::Missing {
             path,
             hint: "the query for this side".into(),
@@ -252,15 +269,19 @@ fn side_query(c: &mut ObjectReader<'_>, key: &'static str) -> Result<String, Spe
     }
 }
 
-fn ratio_side(c: &mut ObjectReader<'_>, key: &'static str) -> Result<RatioQueries, SpecError> {
+fn ratio_side(
+    c: &mut ObjectReader<'_>,
+    key: &'static str,
+    language: QueryLanguage,
+) -> Result<RatioQueries, SpecError> {
     let mut side = c.object(key)?.ok_or_else(|| SpecError::Missing {
         path: c.path_of(key),
         hint: "{bad, total} count queries".into(),
     })?;
     let bad = side.required_string("bad", "a query counting bad events over the window")?;
-    check_promql(&side.path_of("bad"), &bad)?;
+    check_query(&side.path_of("bad"), &bad, language)?;
     let total = side.required_string("total", "a query counting all events over the window")?;
-    check_promql(&side.path_of("total"), &total)?;
+    check_query(&side.path_of("total"), &total, language)?;
     side.finish()?;
     Ok(RatioQueries { bad, total })
 }

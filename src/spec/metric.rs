@@ -6,15 +6,19 @@ use std::path::PathBuf;
 use super::compare::CompareSpec;
 use super::error::SpecError;
 use super::fleet::FleetSpec;
-use super::promql::check_promql;
+use super::promql::{check_query, QueryLanguage};
 use super::reader::{invalid, prefer_typo, ObjectReader};
+use crate::backends::{BackendConfig, BACKEND_KEYS};
 use crate::prometheus::{BasicAuth, GoogleAuthConfig, OAuth2Config, PrometheusConfig};
 
 /// A validated rollgate metric spec.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MetricSpec {
-    /// Where to query; `address` may be empty and is then resolved by the engine.
+    /// Where to query; `address` may be empty and is then resolved by the engine. Unused
+    /// when `backend` is set.
     pub prometheus: PrometheusConfig,
+    /// Another backend instead of Prometheus (`datadog:`, `influxdb:`, …), if the spec names one.
+    pub backend: Option<BackendConfig>,
     /// What to measure.
     pub kind: MetricKind,
     /// What a measurement without data becomes (required).
@@ -132,10 +136,37 @@ impl MetricSpec {
 
     fn read(value: &Value, path: &str) -> Result<MetricSpec, SpecError> {
         let mut obj = ObjectReader::new(path, value)?;
+        let blocks: Vec<&str> = std::iter::once("prometheus")
+            .chain(BACKEND_KEYS)
+            .filter(|k| obj.has(k))
+            .collect();
+        if blocks.len() > 1 {
+            return Err(SpecError::Conflict {
+                path: obj.path().to_string(),
+                message: format!(
+                    "a metric queries one backend: give one of prometheus, {}, found {}",
+                    BACKEND_KEYS.join(", "),
+                    blocks.join(" and ")
+                ),
+            });
+        }
         let prometheus = match obj.object("prometheus")? {
             Some(p) => read_prometheus(p)?,
             None => PrometheusConfig::default(),
         };
+        let backend = match blocks.first() {
+            Some(&key) if key != "prometheus" => {
+                let block = obj.object(key)?.ok_or_else(|| SpecError::Missing {
+                    path: obj.path_of(key),
+                    hint: format!("the {key} block"),
+                })?;
+                Some(BackendConfig::read(key, block)?)
+            }
+            _ => None,
+        };
+        let language = backend
+            .as_ref()
+            .map_or(QueryLanguage::Promql, |b| QueryLanguage::Other(b.key()));
         let no_data = read_no_data(&mut obj)?;
 
         let present: Vec<&str> = ["query", "compare", "fleet"]
@@ -143,11 +174,20 @@ impl MetricSpec {
             .filter(|k| obj.has(k))
             .collect();
         let kind = match present.as_slice() {
-            ["query"] => MetricKind::Query(read_query(&mut obj)?),
+            ["query"] => MetricKind::Query(read_query(&mut obj, language)?),
             ["compare"] => {
                 let path = obj.path_of("compare");
                 let value = obj.get("compare").unwrap_or(&Value::Null);
-                MetricKind::Compare(CompareSpec::from_value(value, &path)?)
+                MetricKind::Compare(CompareSpec::from_value_in(value, &path, language)?)
+            }
+            ["fleet"] if backend.is_some() => {
+                return Err(SpecError::Conflict {
+                    path: obj.path_of("fleet"),
+                    message: format!(
+                        "the fleet gate reads kube-state-metrics and version series through PromQL: it needs a prometheus block, not {}",
+                        blocks.join("")
+                    ),
+                })
             }
             ["fleet"] => {
                 let path = obj.path_of("fleet");
@@ -173,6 +213,7 @@ impl MetricSpec {
         obj.finish()?;
         Ok(MetricSpec {
             prometheus,
+            backend,
             kind,
             no_data,
         })
@@ -197,13 +238,13 @@ fn read_no_data(obj: &mut ObjectReader<'_>) -> Result<NoDataPolicy, SpecError> {
     }
 }
 
-fn read_query(obj: &mut ObjectReader<'_>) -> Result<QuerySpec, SpecError> {
-    let query = obj.required_string("query", "a PromQL query")?;
-    check_promql(&obj.path_of("query"), &query)?;
+fn read_query(obj: &mut ObjectReader<'_>, language: QueryLanguage) -> Result<QuerySpec, SpecError> {
+    let query = obj.required_string("query", "the query whose result the conditions judge")?;
+    check_query(&obj.path_of("query"), &query, language)?;
     let min_requests = match obj.object("minRequests")? {
         Some(mut g) => {
-            let query = g.required_string("query", "a PromQL query that counts requests")?;
-            check_promql(&g.path_of("query"), &query)?;
+            let query = g.required_string("query", "a query that counts requests")?;
+            check_query(&g.path_of("query"), &query, language)?;
             let count = g
                 .number("count", 0.0, f64::MAX)?
                 .ok_or_else(|| SpecError::Missing {

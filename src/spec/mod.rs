@@ -30,8 +30,8 @@ pub use fleet::{
 };
 pub(crate) use metric::check_address;
 pub use metric::{Guard, MetricKind, MetricSpec, NoDataPolicy, OnInsufficient, QuerySpec};
-pub use promql::check_promql;
 pub(crate) use promql::parse_promql;
+pub use promql::{check_promql, QueryLanguage};
 pub use template::{Metric, Provider, RunLimits, Template};
 pub use trust::template_problems;
 pub use yaml::{parse_request_yaml, RequestYamlError};

@@ -16,6 +16,53 @@ const SHALLOW_QUERY_BYTES: usize = 1024;
 /// query overflows a 2 MiB tokio worker, and a stack overflow aborts the whole process.
 const PARSER_STACK_BYTES: usize = 16 << 20;
 
+/// The language a metric's queries are written in: PromQL, or the query language of another
+/// backend (named as in messages), which only that backend's server can parse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueryLanguage {
+    /// PromQL (a `prometheus` block, or none).
+    Promql,
+    /// Another backend's language (`datadog`, `influxdb`, …: the block's key).
+    Other(&'static str),
+}
+
+/// Checks a query before anything is sent: PromQL is parsed; another backend's query must be
+/// non-empty, within [`MAX_QUERY_BYTES`], with every `{{args.*}}` resolved and no run clock
+/// (`[[run.*]]` fills in PromQL durations only).
+pub(crate) fn check_query(
+    path: &str,
+    query: &str,
+    language: QueryLanguage,
+) -> Result<(), SpecError> {
+    let QueryLanguage::Other(backend) = language else {
+        return check_promql(path, query);
+    };
+    let invalid = |expected: String| SpecError::Invalid {
+        path: path.to_string(),
+        expected,
+        got: format!("{:?}", shorten(query)),
+    };
+    if query.trim().is_empty() {
+        return Err(invalid(format!("a {backend} query")));
+    }
+    if query.len() > MAX_QUERY_BYTES {
+        return Err(invalid(format!(
+            "a {backend} query of at most {MAX_QUERY_BYTES} bytes"
+        )));
+    }
+    if query.contains("{{") {
+        return Err(invalid(format!(
+            "a {backend} query with every {{{{args.*}}}} placeholder resolved"
+        )));
+    }
+    if super::run_clock::uses_run_clock(query) {
+        return Err(invalid(format!(
+            "a {backend} query without [[run.*]]: the run clock fills in PromQL durations, so it works with a prometheus block only"
+        )));
+    }
+    Ok(())
+}
+
 /// Fails with the parser's reason when `query` is not valid PromQL.
 pub fn check_promql(path: &str, query: &str) -> Result<(), SpecError> {
     parse_promql(path, query, |_| ())

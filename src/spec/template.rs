@@ -456,7 +456,10 @@ impl Metric {
     /// Every file on this machine the spec would have read, with its key.
     pub fn server_files(&self) -> Vec<(&'static str, &std::path::Path)> {
         let p = match &self.provider {
-            Provider::Rollgate(spec) => &spec.prometheus,
+            Provider::Rollgate(spec) => match &spec.backend {
+                Some(backend) => return backend.files(),
+                None => &spec.prometheus,
+            },
             _ => return Vec::new(),
         };
         let mut files = Vec::new();
@@ -487,7 +490,10 @@ impl Metric {
     /// measures it (`sigv4`), and the profile it names, if any.
     pub fn aws_credentials(&self) -> Option<(&'static str, Option<&str>)> {
         let config = match &self.provider {
-            Provider::Rollgate(spec) => &spec.prometheus,
+            Provider::Rollgate(spec) => match &spec.backend {
+                Some(backend) => return backend.aws_credentials().map(|p| (backend.key(), p)),
+                None => &spec.prometheus,
+            },
             Provider::Prometheus { config, .. } => config,
             _ => return None,
         };
@@ -501,6 +507,9 @@ impl Metric {
         let Provider::Rollgate(spec) = &self.provider else {
             return None;
         };
+        if let Some(backend) = &spec.backend {
+            return backend.files().first().map(|(key, _)| *key);
+        }
         let p = &spec.prometheus;
         if p.bearer_token_file.is_some() {
             Some("bearerTokenFile")
@@ -550,6 +559,19 @@ fn open_ended_problem(metric: &Metric, path: &str) -> Result<(), SpecError> {
         "no count with interval {} (a run until the rollout ends)",
         super::duration::format_duration(metric.interval.unwrap_or_default())
     );
+    if let Some(backend) = &spec.backend {
+        // The open-ended test reads each interval's counts by setting the query's window,
+        // which rollgate can do in PromQL only.
+        return Err(SpecError::Invalid {
+            path: count_path,
+            expected: format!(
+                "a count: an open-ended compare (no count) sets each interval's window in the \
+                 query, which rollgate does in PromQL only; with {} give the run a count",
+                backend.name()
+            ),
+            got,
+        });
+    }
     match &compare.form {
         super::CompareForm::Distribution { .. } => Err(SpecError::Invalid {
             path: count_path,

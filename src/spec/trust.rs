@@ -28,6 +28,12 @@ pub fn template_problems(template: &Template) -> Vec<String> {
                 if let Some(p) = spec.get("prometheus") {
                     configs.push((format!("{path}.plugin.{key}.prometheus"), p));
                 }
+                for backend in crate::backends::BACKEND_KEYS {
+                    if let Some(block) = spec.get(backend) {
+                        let bpath = format!("{path}.plugin.{key}.{backend}");
+                        backend_problems(&bpath, block, &mut problems);
+                    }
+                }
             }
         }
         if let Some(p) = provider.get("prometheus") {
@@ -38,6 +44,28 @@ pub fn template_problems(template: &Template) -> Vec<String> {
         }
     }
     problems
+}
+
+/// Another backend's block holds where its queries go and how they authenticate (API keys,
+/// AWS identities, tokens): none of it may come from an argument, or whoever supplies the
+/// argument chooses where the operator's credentials are sent or which are used.
+fn backend_problems(path: &str, block: &Value, problems: &mut Vec<String>) {
+    match block {
+        Value::String(text) if text.contains("{{") => problems.push(format!(
+            "{path}: {text:?} comes from an argument: a backend's address and credentials are the operator's, so write them in the template (see docs/security.md)"
+        )),
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                backend_problems(&format!("{path}[{i}]"), item, problems);
+            }
+        }
+        Value::Object(map) => {
+            for (key, value) in map {
+                backend_problems(&format!("{path}.{key}"), value, problems);
+            }
+        }
+        _ => {}
+    }
 }
 
 fn has_placeholder(v: &Value) -> bool {

@@ -8,7 +8,7 @@ use chrono::Utc;
 use futures::future::join_all;
 use serde_json::Value;
 
-use crate::prometheus::{PrometheusConfig, QueryData};
+use crate::prometheus::QueryData;
 use crate::spec::duration::format_duration;
 use crate::spec::{ExpectedTargets, FleetSpec, NoDataPolicy};
 
@@ -43,7 +43,7 @@ impl Engine {
         &self,
         spec: &FleetSpec,
         no_data: NoDataPolicy,
-        config: &PrometheusConfig,
+        config: super::super::Target<'_>,
         opts: &EvalOptions,
         mut out: Outcome,
     ) -> Result<(Outcome, Judged), Outcome> {

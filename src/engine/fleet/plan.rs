@@ -131,7 +131,13 @@ impl Engine {
         let mut out = Outcome::new();
         describe(spec, &mut out.metadata);
         let (out, judged) = match self
-            .judge_fleet(spec, rs.no_data, &config, &pinned, out)
+            .judge_fleet(
+                spec,
+                rs.no_data,
+                super::super::Target::Prometheus(&config),
+                &pinned,
+                out,
+            )
             .await
         {
             Ok(j) => j,
