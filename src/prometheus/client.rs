@@ -794,29 +794,6 @@ mod tests {
     }
 
     #[test]
-    fn a_failed_lookup_reads_as_words_not_a_debug_struct() {
-        let nx = r#"no records found for Query { query_type: AAAA, query_class: IN, name: Name("prom.invalid.") }, response_code: NXDomain"#;
-        assert_eq!(
-            resolve_failure(nx).as_deref(),
-            Some("cannot resolve prom.invalid: no such host (NXDOMAIN)")
-        );
-        let empty =
-            r#"no records found for Query { query_type: A, query_class: IN, name: Name("prom.") }"#;
-        let shown = resolve_failure(empty).unwrap();
-        assert_eq!(
-            shown,
-            "cannot resolve prom: the name has no address records"
-        );
-        // As hickory 0.25 says it through reqwest.
-        let wrapped = r#"proto error: no records found for Query { name: Name("prom.invalid."), query_type: A, query_class: IN }"#;
-        assert_eq!(
-            resolve_failure(wrapped).as_deref(),
-            Some("cannot resolve prom.invalid: the name has no address records")
-        );
-        assert_eq!(resolve_failure("request timed out"), None);
-    }
-
-    #[test]
     fn percent_decoding() {
         assert_eq!(percent_decode("a%20b%zz%4"), "a b%zz%4");
         assert_eq!(percent_decode(""), "");
