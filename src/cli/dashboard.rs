@@ -54,9 +54,22 @@ pub(crate) fn render(args: &DashboardArgs) -> Result<String, String> {
     }
     if !metrics
         .iter()
-        .any(|m| matches!(m.provider, Provider::Rollgate(_)))
+        .any(|m| matches!(&m.provider, Provider::Rollgate(s) if s.backend.is_none()))
     {
-        return Err(format!("{source}: no rollgate metric to show"));
+        return Err(format!(
+            "{source}: no rollgate metric with a prometheus block to show (the dashboard's panels are PromQL; metrics on other backends are left out)"
+        ));
+    }
+    for m in &metrics {
+        if let Provider::Rollgate(spec) = &m.provider {
+            if let Some(backend) = &spec.backend {
+                eprintln!(
+                    "rollgate dashboard: {}: left out: it queries {}, and the panels are PromQL",
+                    m.name,
+                    backend.name()
+                );
+            }
+        }
     }
     let name: Vec<&str> = templates.iter().map(|t| t.name.as_str()).collect();
     let dashboard = Engine::dashboard(&name.join("+"), &metrics);

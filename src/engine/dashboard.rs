@@ -142,6 +142,10 @@ impl Engine {
             let Provider::Rollgate(spec) = &m.provider else {
                 continue;
             };
+            // Panels are PromQL against a Prometheus data source.
+            if spec.backend.is_some() {
+                continue;
+            }
             l.row(format!("{} ({})", m.name, spec.kind.name()));
             match &spec.kind {
                 MetricKind::Query(q) => {

@@ -885,6 +885,36 @@ mod value_tests {
     }
 
     #[test]
+    fn another_backends_query_takes_one_plain_token_per_argument() {
+        let spec = |service: &str| {
+            let value = serde_json::json!({
+                "datadog": {"apiKeyFile": "/k"},
+                "query": "sum:trace.http.request.errors{service:{{args.s}}}.as_count()",
+                "minRequests": {"query": "sum:trace.http.request.hits{service:{{args.s}}}", "count": 10},
+            });
+            let args: ArgValues = [("s".to_string(), Some(service.to_string()))].into();
+            substitute(&value, &args, "spec")
+        };
+        let ok = spec("payments-canary").unwrap();
+        assert_eq!(
+            ok["query"],
+            "sum:trace.http.request.errors{service:payments-canary}.as_count()"
+        );
+        // Each would change the query's structure: a second scope, a wildcard, a new clause.
+        for attack in ["x},sum:fake{*", "*", "x OR y", "x\"", "a(b)", ""] {
+            let err = spec(attack).unwrap_err().to_string();
+            assert!(
+                err.starts_with("args.s: expected one plain token"),
+                "{attack}: {err}"
+            );
+        }
+        // Not PromQL: the same value in a spec without a backend block goes by the PromQL rule.
+        let promql = serde_json::json!({"query": "up{service=\"{{args.s}}\"}"});
+        let args: ArgValues = [("s".to_string(), Some("x OR y".to_string()))].into();
+        assert!(substitute(&promql, &args, "spec").is_ok());
+    }
+
+    #[test]
     fn a_value_in_a_comment_cannot_start_a_new_line() {
         let text = "up # by {{args.who}}";
         let args: ArgValues = [("who".to_string(), Some("x\nor vector(1)".to_string()))].into();

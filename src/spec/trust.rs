@@ -292,4 +292,30 @@ spec:
             "{problems:?}"
         );
     }
+
+    #[test]
+    fn a_backend_block_takes_no_argument() {
+        let text = r#"
+kind: AnalysisTemplate
+metadata: {name: t}
+spec:
+  args: [{name: site}, {name: service}]
+  metrics:
+    - name: m
+      provider:
+        plugin:
+          rollgate/analysis:
+            query: "sum:errors{service:{{args.service}}}"
+            noData: fail
+            datadog: {address: "https://{{args.site}}", apiKeyFile: /k, appKeyFile: /a}
+"#;
+        let template = Template::parse_all(text, "t.yaml").unwrap().remove(0);
+        let problems = template_problems(&template);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(
+            problems[0]
+                .starts_with("spec.metrics[0].provider.plugin.rollgate/analysis.datadog.address:"),
+            "{problems:?}"
+        );
+    }
 }

@@ -211,6 +211,12 @@ impl Engine {
                 "{broken}: the gate measures Error, never Failed"
             ));
         }
+        if let Some(backend) = &spec.backend {
+            return MetricOutput::Skipped(format!(
+                "queries {}: recording and alerting rules are PromQL, made for metrics with a prometheus block only",
+                backend.name()
+            ));
+        }
         match &spec.kind {
             MetricKind::Query(q) => {
                 MetricOutput::Rules(query::rules(template, metric, q, spec.no_data))
