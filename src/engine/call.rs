@@ -141,8 +141,12 @@ impl Trust {
                             .is_ok_and(|real| dirs.iter().any(|d| real.starts_with(d)))
                     });
                     if !inside {
+                        let key = match metric.aws_credentials() {
+                            Some(("sigv4", _)) | None => "sigv4.profile",
+                            Some(_) => "cloudwatch.profile",
+                        };
                         return Err(CallError::CredentialFile {
-                            key: "sigv4.profile",
+                            key,
                             path: file.map_or_else(
                                 || "~/.aws/credentials".into(),
                                 |f| f.display().to_string(),
@@ -169,12 +173,23 @@ impl Trust {
     }
 }
 
+/// A spec key as a user finds it: the Prometheus block's keys are relative to it
+/// (`bearerTokenFile`), other backends' include their block (`datadog.apiKeyFile`).
+fn qualified(key: &str) -> String {
+    let block = key.split('.').next().unwrap_or(key);
+    if crate::backends::BACKEND_KEYS.contains(&block) {
+        key.to_string()
+    } else {
+        format!("prometheus.{key}")
+    }
+}
+
 /// Why a call has no measurement.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CallError {
     /// A spec from the network names a file on this machine.
     #[error(
-        "prometheus.{key}: specs sent over the network may not read files on the rollgate server nor use its credentials"
+        "{}: specs sent over the network may not read files on the rollgate server nor use its credentials", qualified(key)
     )]
     ServerFile {
         /// The spec key (`bearerTokenFile`, `basicAuth`, `oauth2.clientSecretFile`, `google...`,
@@ -183,13 +198,13 @@ pub enum CallError {
     },
     /// A spec from the network would sign with this machine's AWS credentials (`sigv4`): the
     /// caller would choose the address they sign for.
-    #[error("prometheus.{key}: specs sent over the network may not sign requests with the rollgate server's AWS credentials (the caller would choose where they go); name a template that sets sigv4 instead")]
+    #[error("{}: specs sent over the network may not sign requests with the rollgate server's AWS credentials (the caller would choose where they go); name a template that sets them instead", qualified(key))]
     AmbientCredentials {
         /// The spec key (`sigv4`).
         key: &'static str,
     },
     /// A plugin-mode spec names a credential file outside the operator's allowed directories.
-    #[error("prometheus.{key}: {path:?} is not read: {}", if *allowed { format!("credential files are read only under a directory the operator allows with {ALLOW_CREDENTIAL_DIR}, and none is allowed") } else { format!("it is not under a directory allowed with {ALLOW_CREDENTIAL_DIR}") })]
+    #[error("{}: {path:?} is not read: {}", qualified(key), if *allowed { format!("credential files are read only under a directory the operator allows with {ALLOW_CREDENTIAL_DIR}, and none is allowed") } else { format!("it is not under a directory allowed with {ALLOW_CREDENTIAL_DIR}") })]
     CredentialFile {
         /// The spec key (`bearerTokenFile`, `basicAuth.passwordFile`, `caFile`).
         key: &'static str,
