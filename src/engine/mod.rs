@@ -468,6 +468,8 @@ impl Target<'_> {
 }
 
 /// A metric's target once the address rules have been applied.
+// One per measurement, on the stack: boxing the config would only add an allocation.
+#[allow(clippy::large_enum_variant)]
 enum Resolved<'a> {
     Prometheus(std::borrow::Cow<'a, PrometheusConfig>),
     Backend(&'a BackendConfig),

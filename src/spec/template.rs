@@ -51,6 +51,8 @@ pub struct RunLimits {
 }
 
 /// Where a metric's measurement comes from.
+// One per metric, read once: boxing either variant would only add an indirection.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum Provider {
     /// rollgate's own spec (`provider.plugin.<any>/...`).
