@@ -9,6 +9,7 @@
 pub mod fault_proxy;
 pub mod gohost;
 pub mod inventories;
+pub mod newrelic;
 pub mod procfs;
 pub mod prom;
 pub mod rules_cli;
