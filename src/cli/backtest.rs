@@ -391,23 +391,23 @@ fn grids(metrics: &[RunMetric], from: DateTime<Utc>, to: DateTime<Utc>) -> Vec<G
     out
 }
 
-/// The options of the measurement taken at `at` in a run started at `started`, after `counted`
+/// The options of the measurement taken at `at` in the run of `window`, after `counted`
 /// measurements of the metric that count towards Argo's `count` (its `MetricResult.Count`:
 /// completed, not Error), which places a compare check exactly in its run.
 fn eval_options(
     at: DateTime<Utc>,
-    started: DateTime<Utc>,
+    window: &Window,
     waiting_since: Option<DateTime<Utc>>,
     counted: i64,
-    budget: Duration,
 ) -> EvalOptions {
     EvalOptions {
         at: Some(at),
-        run_started_at: Some(started),
+        run_started_at: Some(window.from),
+        replay_until: Some(window.to),
         checks_done: Some(u32::try_from(counted.max(0)).unwrap_or(u32::MAX)),
         waiting_since,
         skip_metadata: true,
-        ..EvalOptions::with_budget(budget)
+        ..EvalOptions::with_budget(window.timeout)
     }
 }
 
@@ -523,17 +523,11 @@ async fn measure_task(
             // The engine times a wait on the real clock (as Argo's Resume comes in real time):
             // hand it the wait's start shifted to real time, and map resumeAt back.
             let waited = now - prev.started_at;
-            let opts = eval_options(
-                now,
-                args.from,
-                Some(Utc::now() - waited),
-                result.count,
-                args.timeout,
-            );
+            let opts = eval_options(now, args, Some(Utc::now() - waited), result.count);
             to_simulated(engine.measure(metric, &opts).await, now)
         }
         _ => {
-            let opts = eval_options(now, args.from, None, result.count, args.timeout);
+            let opts = eval_options(now, args, None, result.count);
             to_simulated(engine.measure(metric, &opts).await, now)
         }
     }
@@ -746,8 +740,9 @@ fn print_json(o: &Outcome, args: &Window, backend: &Backend) {
         timeline,
         to: rfc3339(args.to),
     };
-    // Streamed through a buffer, not built as one string: a week at 1m is 20,000 lines.
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    // Streamed through a buffer, not built as one string: a week at 1m is 20,000 lines (10 MB),
+    // written 64 KiB at a time rather than in 1,200 writes of the default 8 KiB.
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
     if serde_json::to_writer_pretty(&mut out, &document).is_ok() {
         let _ = writeln!(out);
     }

@@ -101,6 +101,10 @@ pub struct EvalOptions {
     /// check's position): a backtest never reads it, and over 10,000 checks building it was a
     /// measurable share of the run. Verdict-related entries are still written.
     pub skip_metadata: bool,
+    /// For a check of the past (a backtest): the end of the window being replayed. An
+    /// open-ended `compare` reads the intervals up to it at its first check, in one range query
+    /// per side, rather than a few at a time.
+    pub replay_until: Option<DateTime<Utc>>,
     /// The spec came from a caller (an inline spec, a remote gRPC call): a spec that names no
     /// address gets the operator's default (or override) address without the credentials in
     /// its userinfo, which belong to the operator's own specs alone.

@@ -14,7 +14,7 @@
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, TimeZone, Utc};
 
@@ -35,12 +35,17 @@ const MAX_DETECTORS: usize = 10_000;
 
 #[derive(Debug, Clone)]
 struct Entry {
+    /// The metric's queries with their window set to the interval.
+    cells_q: Arc<[String]>,
     detector: Detector,
     /// End (Unix seconds) of the next cell to read.
     next_end: i64,
-    /// Cells already fetched but not yet closed at the checks so far (a backtest reads ahead):
-    /// end and contents.
-    ahead: std::collections::VecDeque<(i64, Cell)>,
+    /// Cells fetched at once (a backtest reads ahead), end and contents; those from `unread` on
+    /// had not closed at the checks so far. Shared, not copied: every check clones its entry,
+    /// and a copy of hundreds of cells per check was most of a backtest's own time.
+    ahead: Arc<[(i64, Cell)]>,
+    /// The first cell of `ahead` not yet pushed to the detector.
+    unread: usize,
     used: i64,
 }
 
@@ -70,9 +75,10 @@ pub(super) enum OpenForm {
     Histogram { threshold: Option<f64>, margin: f64 },
 }
 
-/// A check of the past (a backtest) reads this many cells past its own, for the checks after
-/// it: one range query per side per half a day at 1m instead of four queries per check. Only
-/// cells that have closed by a check's time are ever judged at it.
+/// A check of the past reads this many cells past its own, for the checks after it (a backtest
+/// says how far its window goes instead, [`super::EvalOptions::replay_until`]): one range query
+/// per side per half a day at 1m instead of four queries per check. Only cells that have closed
+/// by a check's time are ever judged at it.
 const READ_AHEAD_CELLS: i64 = 720;
 
 /// The detectors of the open-ended runs this process serves.
@@ -192,7 +198,7 @@ impl Engine {
         from: i64,
         to: i64,
         g: i64,
-    ) -> Result<std::collections::VecDeque<(i64, Cell)>, String> {
+    ) -> Result<Vec<(i64, Cell)>, String> {
         if let [canary, stable] = cells_q {
             return self
                 .read_bucket_cells(cx, [canary, stable], from, to, g)
@@ -213,7 +219,7 @@ impl Engine {
         from: i64,
         to: i64,
         g: i64,
-    ) -> Result<std::collections::VecDeque<(i64, Cell)>, String> {
+    ) -> Result<Vec<(i64, Cell)>, String> {
         let (opts, config) = (cx.opts, cx.config);
         let asks = cell_ranges(cells_q, from, to, g)?;
         let (c, s) = futures::join!(
@@ -228,7 +234,7 @@ impl Engine {
             &s.map_err(|e| format!("compare.histogram.stable failed: {e}"))?
                 .data,
         );
-        let mut cells = std::collections::VecDeque::new();
+        let mut cells = Vec::new();
         let mut t = from;
         while t <= to {
             let cell = match (
@@ -239,7 +245,7 @@ impl Engine {
                 (Ok(Some(cb)), Ok(Some(sb))) => Ok(Some(Box::new((cb, sb)))),
                 _ => Ok(None),
             };
-            cells.push_back((t, Cell::Buckets(cell)));
+            cells.push((t, Cell::Buckets(cell)));
             t += g;
         }
         Ok(cells)
@@ -253,7 +259,7 @@ impl Engine {
         from: i64,
         to: i64,
         g: i64,
-    ) -> Result<std::collections::VecDeque<(i64, [u64; 4])>, String> {
+    ) -> Result<Vec<(i64, [u64; 4])>, String> {
         let (opts, config) = (cx.opts, cx.config);
         let asks = cell_ranges(cells_q, from, to, g)?;
         let (cb, ct, sb, st) = futures::join!(
@@ -274,11 +280,11 @@ impl Engine {
                 Ok(resp) => sums.push(per_cell(&resp.data)),
             }
         }
-        let mut cells = std::collections::VecDeque::new();
+        let mut cells = Vec::new();
         let mut t = from;
         while t <= to {
             let n = |i: usize| super::compare::count(sums[i].get(&t).copied().unwrap_or(0.0));
-            cells.push_back((t, [n(0), n(1), n(2), n(3)]));
+            cells.push((t, [n(0), n(1), n(2), n(3)]));
             t += g;
         }
         Ok(cells)
@@ -305,16 +311,8 @@ impl Engine {
         let (Some(start), Some(g), None | Some(0)) = (opts.run_started_at, g, metric.count) else {
             return Err(out);
         };
-        let mut cells_q = Vec::with_capacity(queries.len());
-        for q in queries {
-            match cell_query(q, g) {
-                Some(c) => cells_q.push(c),
-                None => return Err(out),
-            }
-        }
-        Ok(self
-            .open_ended(out, cx, spec, &cells_q, form, min_requests, start, g)
-            .await)
+        self.open_ended(out, cx, spec, queries, form, min_requests, start, g)
+            .await
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -323,16 +321,17 @@ impl Engine {
         mut out: Outcome,
         cx: &Ctx<'_>,
         spec: &CompareSpec,
-        cells_q: &[String],
+        queries: &[&str],
         form: OpenForm,
         min_requests: u64,
         start: DateTime<Utc>,
         g: i64,
-    ) -> Outcome {
+    ) -> Result<Outcome, Outcome> {
         let (metric, opts) = (cx.metric, cx.opts);
         let config = match cx.config.prometheus() {
             Ok(config) => config,
-            Err(message) => return Outcome::new().error(message),
+            Err(_) if cell_queries(queries, g).is_none() => return Err(out),
+            Err(message) => return Ok(Outcome::new().error(message)),
         };
         let now = opts.at.unwrap_or(cx.started_at);
         let (margin, threshold) = match form {
@@ -342,7 +341,9 @@ impl Engine {
         let key = self.detectors.hasher.hash_one((
             &metric.name,
             start.timestamp_millis(),
-            cells_q,
+            // The cell queries are a function of these two, worked out once per run (below).
+            queries,
+            g,
             spec.confidence.to_bits(),
             spec.max_increase.to_bits(),
             margin.to_bits(),
@@ -366,16 +367,19 @@ impl Engine {
         };
         let mut entry = match self.detectors.get(key) {
             Some(e) => e,
-            None => match new_detector() {
-                Ok(detector) => Entry {
+            None => match (cell_queries(queries, g), new_detector()) {
+                (None, _) => return Err(out),
+                (Some(_), Err(e)) => return Ok(out.error(format!("compare: {e}"))),
+                (Some(cells_q), Ok(detector)) => Entry {
+                    cells_q: cells_q.into(),
                     detector,
                     next_end: ceil_div(start.timestamp(), g)
                         .saturating_add(1)
                         .saturating_mul(g),
-                    ahead: std::collections::VecDeque::new(),
+                    ahead: Arc::new([]),
+                    unread: 0,
                     used: 0,
                 },
-                Err(e) => return out.error(format!("compare: {e}")),
             },
         };
         // Live, a cell that closed a moment ago may still miss its last scrape, and a cell is
@@ -387,9 +391,11 @@ impl Engine {
             (g / 2).min(30)
         };
         let last_end = (now.timestamp() - settle).div_euclid(g).saturating_mul(g);
-        let fetched_to = entry.ahead.back().map_or(entry.next_end - g, |c| c.0);
+        let unread = entry.ahead.get(entry.unread..).unwrap_or_default();
+        let fetched_to = unread.last().map_or(entry.next_end - g, |c| c.0);
         if fetched_to < last_end {
-            entry.ahead.clear();
+            entry.ahead = Arc::new([]);
+            entry.unread = 0;
             let mut from = entry.next_end;
             let todo = (last_end - from) / g + 1;
             if todo > MAX_CELLS_READ {
@@ -408,19 +414,26 @@ impl Engine {
                 .div_euclid(g)
                 .saturating_sub(1)
                 .saturating_mul(g);
-            let to = last_end.max(settled.min(last_end.saturating_add(READ_AHEAD_CELLS * g)));
+            // A replay's window is known: reading it at once is a few range queries where half
+            // a day at a time was dozens (each a round trip the replay waits for).
+            let ahead = match opts.replay_until {
+                Some(until) => until.timestamp().div_euclid(g).saturating_mul(g),
+                None => last_end.saturating_add(READ_AHEAD_CELLS * g),
+            };
+            let to = last_end.max(settled.min(ahead));
             let to = to
                 .min(from.saturating_add((MAX_CELLS_READ - 1) * g))
                 .max(last_end);
-            match self.read_cells(cx, cells_q, from, to, g).await {
-                Ok(cells) => entry.ahead = cells,
-                Err(e) => return out.error(e),
+            match self.read_cells(cx, &entry.cells_q, from, to, g).await {
+                Ok(cells) => entry.ahead = cells.into(),
+                Err(e) => return Ok(out.error(e)),
             }
         }
-        while entry.ahead.front().is_some_and(|(end, _)| *end <= last_end) {
-            let Some((end, cell)) = entry.ahead.pop_front() else {
-                break;
-            };
+        while let Some((end, cell)) = entry
+            .ahead
+            .get(entry.unread)
+            .filter(|(end, _)| *end <= last_end)
+        {
             match (&mut entry.detector, cell) {
                 (Detector::Ratio(d), Cell::Counts(c)) => d.push(RatioInput {
                     canary_bad: c[0].min(c[1]),
@@ -431,17 +444,20 @@ impl Engine {
                 (Detector::Histogram(d), Cell::Buckets(b)) => {
                     // A cell that is not a histogram is an Error, and this check's state is not
                     // kept: the next check reads the cell again rather than judging around it.
-                    let pushed = b.and_then(|b| {
-                        d.push(b.as_deref().map(|(c, s)| (c, s)))
-                            .map_err(|e| histogram_error(&e))
-                    });
+                    let pushed = match b {
+                        Ok(b) => d
+                            .push(b.as_deref().map(|(c, s)| (c, s)))
+                            .map_err(|e| histogram_error(&e)),
+                        Err(e) => Err(e.clone()),
+                    };
                     if let Err(e) = pushed {
-                        return out.error(e);
+                        return Ok(out.error(e));
                     }
                 }
-                _ => return out.error("compare: the open-ended detector's form changed".into()),
+                _ => return Ok(out.error("compare: the open-ended detector's form changed".into())),
             }
             entry.next_end = end + g;
+            entry.unread += 1;
         }
         entry.used = now.timestamp();
         let mut o = match &entry.detector {
@@ -473,12 +489,12 @@ impl Engine {
             let wait = chrono::Duration::seconds((first_end - now.timestamp()).max(1));
             out.resume_at = Some(cx.started_at + wait);
             let when = (now + wait).format("%H:%M:%S UTC");
-            return out.finish(
+            return Ok(out.finish(
                 Phase::Running,
                 format!(
                     "no whole interval since the run began yet; the first closes (and is read) at {when}, asking again then"
                 ),
-            );
+            ));
         }
         let (c, s) = (o.total.canary_total, o.total.stable_total);
         if o.verdict != Verdict::Worse && c.min(s) < min_requests {
@@ -488,7 +504,7 @@ impl Engine {
                 super::result::format_count(s as f64),
                 super::result::format_count(min_requests as f64)
             );
-            return insufficient(out, spec.on_insufficient, &why, cx);
+            return Ok(insufficient(out, spec.on_insufficient, &why, cx));
         }
         let message = match form {
             OpenForm::Ratio { .. } => o.message("error rate"),
@@ -496,7 +512,7 @@ impl Engine {
                 o.message("of requests slow (the bounds are chosen from the second interval on)")
             }
         };
-        super::compare::judge(out, metric, o.verdict, &o, message)
+        Ok(super::compare::judge_detector(out, metric, &o, message))
     }
 }
 
@@ -508,6 +524,12 @@ fn histogram_error(e: &crate::stats::HistogramError) -> String {
         ),
         e => format!("compare.histogram: {e}"),
     }
+}
+
+/// Every query with its window set to the interval `g` ([`cell_query`]), or `None` when one
+/// cannot be.
+fn cell_queries(queries: &[&str], g: i64) -> Option<Vec<String>> {
+    queries.iter().map(|q| cell_query(q, g)).collect()
 }
 
 /// One range query per cell query, with a step of the interval `g`, for the cells ending at

@@ -97,33 +97,37 @@ pub struct EDetector {
 }
 
 /// Where the detector stands after its latest cell; the measurement's value.
+///
+/// The fields (and those of [`RatioCounts`] and [`LatencyBounds`]) are declared in the byte
+/// order of their keys, the order every measurement value has: the engine writes this one
+/// directly, once per check of a long backtest, instead of through a sorted map.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct EDetectorOutcome {
-    /// `Worse` once the evidence reached the threshold.
-    pub verdict: super::Verdict,
-    /// The largest evidence over starts and alternatives, already divided by its start's share
-    /// of the budget: the canary fails when it reaches `threshold`.
-    pub evidence: f64,
-    /// `1 / (1 - confidence)`.
-    pub threshold: f64,
-    /// Cells (intervals) read so far.
-    pub cells: u64,
-    /// The cell (from 0) where the strongest evidence starts.
-    pub since_cell: u64,
-    /// Canary and stable counts since that start.
-    pub since: RatioCounts,
-    /// Counts over every cell read.
-    pub total: RatioCounts,
     /// The canary's rate as a multiple of the highest healthy rate that carries the evidence.
     pub alternative: f64,
-    /// The check's run clock (time since the run began), when the caller knows it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub elapsed: Option<String>,
     /// The histogram form's latency bounds that define a "bad" request in the latest cell
     /// (the ratio form counts its own bad events and has none).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bounds: Option<LatencyBounds>,
+    /// Cells (intervals) read so far.
+    pub cells: u64,
+    /// The check's run clock (time since the run began), when the caller knows it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub elapsed: Option<String>,
+    /// The largest evidence over starts and alternatives, already divided by its start's share
+    /// of the budget: the canary fails when it reaches `threshold`.
+    pub evidence: f64,
+    /// Canary and stable counts since that start.
+    pub since: RatioCounts,
+    /// The cell (from 0) where the strongest evidence starts.
+    pub since_cell: u64,
+    /// `1 / (1 - confidence)`.
+    pub threshold: f64,
+    /// Counts over every cell read.
+    pub total: RatioCounts,
+    /// `Worse` once the evidence reached the threshold.
+    pub verdict: super::Verdict,
 }
 
 /// Which requests count as slow on each side, in seconds: the canary's above `canary`, stable's
@@ -519,6 +523,37 @@ mod tests {
         max_increase: 0.2,
         margin: 0.0,
     };
+
+    /// The outcome is written directly, so its keys come out in declaration order: that must
+    /// be the byte order the sorted map gives every other measurement value.
+    #[test]
+    fn the_outcome_is_written_with_its_keys_in_byte_order() {
+        let counts = |n: u64| RatioCounts {
+            canary_bad: n,
+            canary_total: 10 * n,
+            stable_bad: n + 1,
+            stable_total: 10 * n + 1,
+        };
+        let outcome = EDetectorOutcome {
+            alternative: 1.5,
+            bounds: Some(LatencyBounds {
+                canary: 0.25,
+                stable: 0.5,
+            }),
+            cells: 7,
+            elapsed: Some("420s".into()),
+            evidence: 3.5,
+            since: counts(2),
+            since_cell: 3,
+            threshold: 20.0,
+            total: counts(5),
+            verdict: Verdict::Worse,
+        };
+        let direct = serde_json::to_string(&outcome).unwrap();
+        let sorted = serde_json::to_value(&outcome).unwrap().to_string();
+        assert_eq!(direct, sorted);
+        assert!(direct.starts_with(r#"{"alternative":1.5,"bounds":{"canary":0.25"#));
+    }
 
     #[test]
     fn the_closed_form_boundary_fit_is_the_maximum() {
