@@ -835,3 +835,55 @@ fn argo_faulty_address_and_v1_aggregator_are_refused_at_load() {
         assert!(e.contains(needle), "{e}");
     }
 }
+
+#[test]
+fn the_binary_never_prints_or_logs_a_key() {
+    let dd = shared();
+    let ok = "avg:binary{case:ok}";
+    let echo = "avg:binary{case:echo}";
+    dd.series(ok, json!({"value": 0.001}));
+    dd.fault(echo, json!({"echo": 403}));
+    let file = dd.dir.path().join("binary-template.yaml");
+    let metric = |name: &str, query: &str| {
+        format!(
+            r#"    - name: {name}
+      successCondition: result < 0.01
+      provider:
+        plugin:
+          rollgate/analysis:
+            datadog:
+              address: {url}
+              apiKeyFile: {api}
+              appKeyFile: {app}
+              retries: 0
+            query: "{query}"
+            noData: fail
+"#,
+            url = dd.url,
+            api = dd.api_key_file.display(),
+            app = dd.app_key_file.display(),
+        )
+    };
+    let template = format!(
+        "apiVersion: argoproj.io/v1alpha1\nkind: AnalysisTemplate\nmetadata:\n  name: dd\nspec:\n  metrics:\n{}{}",
+        metric("healthy", ok),
+        metric("echoed", echo)
+    );
+    std::fs::write(&file, template).unwrap();
+    let out = std::process::Command::new(support::rollgate_bin())
+        .args(["dry-run", "--log-level", "trace", "-f"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let printed = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(printed.contains("Successful"), "{printed}");
+    assert!(printed.contains("HTTP 403"), "{printed}");
+    assert!(printed.contains("<redacted>"), "{printed}");
+    assert!(!printed.contains(API_KEY), "{printed}");
+    assert!(!printed.contains(APP_KEY), "{printed}");
+    assert!(!printed.contains(&APP_KEY[..20]), "{printed}");
+}
