@@ -468,6 +468,9 @@ impl Target<'_> {
 }
 
 /// A metric's target once the address rules have been applied.
+// Short-lived (one per query's resolution, on the stack): boxing the config would cost an
+// allocation per query for nothing.
+#[allow(clippy::large_enum_variant)]
 enum Resolved<'a> {
     Prometheus(std::borrow::Cow<'a, PrometheusConfig>),
     Backend(&'a BackendConfig),
