@@ -31,6 +31,7 @@ mod architecture;
 mod argo_conformance;
 mod argo_plugin;
 mod backend_newrelic;
+mod backend_datadog;
 mod backends;
 mod backtest;
 mod compare_kind;
