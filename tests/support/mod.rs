@@ -6,6 +6,7 @@
 //! Each test binary includes it with `mod support;` and uses what it needs.
 #![allow(dead_code)]
 
+pub mod cloudwatch;
 pub mod fault_proxy;
 pub mod gohost;
 pub mod inventories;
