@@ -11,8 +11,8 @@
 //! | `lowtraffic` | 3 | 0 | 0 | 15, 0 |
 //! | `idle` | 0 | 0 | none (0/0) | 0, 0 |
 //! | `absent` | none | none | none | no datapoints |
-//! | `cmp-healthy`, Track `canary`/`stable` | 600 each | 6 each | | 3000 / 30 a side |
-//! | `cmp-bad`, Track `canary`/`stable` | 600 each | 60 / 6 | | 3000 / 300 against 3000 / 30 |
+//! | `cmp-healthy`, Track `canary`/`stable` | 600 each | 6 each | | 10m: 6000 / 60 a side |
+//! | `cmp-bad`, Track `canary`/`stable` | 600 each | 60 / 6 | | 10m: 6000 / 600 against 6000 / 60 |
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
