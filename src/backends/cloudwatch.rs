@@ -57,6 +57,12 @@ const MAX_QUERIES: usize = 500;
 /// The `cloudwatch:` block.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CloudWatchConfig {
+    // Boxed: every metric spec holds a backend slot, most of them Prometheus' or none.
+    settings: Box<Settings>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct Settings {
     region: String,
     profile: Option<String>,
     address: String,
@@ -103,7 +109,11 @@ impl CloudWatchConfig {
         let interval = match block.duration("interval")? {
             Some(i) => {
                 let secs = i.as_secs();
-                if i.subsec_nanos() != 0 || secs < 60 || secs % 60 != 0 || secs > 15 * 86_400 {
+                if i.subsec_nanos() != 0
+                    || secs < 60
+                    || !secs.is_multiple_of(60)
+                    || secs > 15 * 86_400
+                {
                     return Err(SpecError::Invalid {
                         path: block.path_of("interval"),
                         expected: "whole minutes from 1m to 360h (the window a check reads)".into(),
@@ -130,20 +140,22 @@ impl CloudWatchConfig {
         };
         block.finish()?;
         Ok(CloudWatchConfig {
-            region,
-            profile,
-            address,
-            timeout,
-            retries,
-            max_response_bytes,
-            interval,
-            period,
+            settings: Box::new(Settings {
+                region,
+                profile,
+                address,
+                timeout,
+                retries,
+                max_response_bytes,
+                interval,
+                period,
+            }),
         })
     }
 
     /// Where queries go.
     pub fn address(&self) -> String {
-        self.address.clone()
+        self.settings.address.clone()
     }
 
     /// The files the block reads, with their keys: none (credentials come from the AWS
@@ -154,14 +166,14 @@ impl CloudWatchConfig {
 
     /// The AWS profile the block names, if any (it always signs with AWS credentials).
     pub fn aws_profile(&self) -> Option<&str> {
-        self.profile.as_deref()
+        self.settings.profile.as_deref()
     }
 
     fn signing(&self) -> SigV4Config {
         SigV4Config {
-            region: self.region.clone(),
+            region: self.settings.region.clone(),
             service: SERVICE.into(),
-            profile: self.profile.clone(),
+            profile: self.settings.profile.clone(),
         }
     }
 }
@@ -205,7 +217,7 @@ fn check_address(block: &ObjectReader<'_>, address: &str) -> Result<String, Spec
 
 /// CloudWatch's periods: 1, 5, 10 or 30 s (high resolution), or a multiple of 60 s.
 fn valid_period(secs: u64) -> bool {
-    matches!(secs, 1 | 5 | 10 | 30) || (secs >= 60 && secs % 60 == 0)
+    matches!(secs, 1 | 5 | 10 | 30) || (secs >= 60 && secs.is_multiple_of(60))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -402,14 +414,17 @@ struct Window {
 }
 
 fn window(cfg: &CloudWatchConfig, request: &QueryRequest) -> Result<Window, PrometheusError> {
-    let interval = i64::try_from(cfg.interval.as_secs()).unwrap_or(i64::MAX);
+    let interval = i64::try_from(cfg.settings.interval.as_secs()).unwrap_or(i64::MAX);
     match request {
         QueryRequest::Instant { time, .. } => {
             let end = floor_minute(time.unwrap_or_else(Utc::now));
             Ok(Window {
                 start: end.saturating_sub(interval),
                 end,
-                period: cfg.period.unwrap_or(cfg.interval.as_secs()),
+                period: cfg
+                    .settings
+                    .period
+                    .unwrap_or(cfg.settings.interval.as_secs()),
                 range: false,
             })
         }
@@ -470,9 +485,9 @@ pub(crate) async fn query(
     let url = format!("{address}/");
     let exchange = Exchange {
         origin: Origin::named("CloudWatch", &address),
-        timeout: cfg.timeout,
-        retries: cfg.retries,
-        max_response_bytes: cfg.max_response_bytes,
+        timeout: cfg.settings.timeout,
+        retries: cfg.settings.retries,
+        max_response_bytes: cfg.settings.max_response_bytes,
         ca_file: None,
         insecure_skip_verify: false,
         scrubber,
@@ -522,7 +537,7 @@ fn credentials_error(cfg: &CloudWatchConfig, e: PrometheusError) -> PrometheusEr
     match e {
         PrometheusError::Auth(why) => PrometheusError::Auth(format!(
             "CloudWatch ({}): {why}",
-            match &cfg.profile {
+            match &cfg.settings.profile {
                 Some(p) => format!("cloudwatch.profile {p}"),
                 None => "the default AWS credential chain".into(),
             }
@@ -556,11 +571,11 @@ fn refusal(cfg: &CloudWatchConfig, exchange: &Exchange<'_>, reply: &Reply) -> Pr
         exchange.scrubber.clean(format!(
             "AWS refused the signed request ({}): check the credentials of {} and that they may call cloudwatch:GetMetricData in {}; AWS said: {excerpt}",
             if kind.is_empty() { "no error type" } else { kind.as_str() },
-            match &cfg.profile {
+            match &cfg.settings.profile {
                 Some(p) => format!("profile {p}"),
                 None => "the default AWS credential chain".into(),
             },
-            cfg.region
+            cfg.settings.region
         ))
     } else {
         excerpt
@@ -949,14 +964,16 @@ mod tests {
     #[test]
     fn a_check_reads_the_interval_before_its_minute() {
         let cfg = CloudWatchConfig {
-            region: "us-east-1".into(),
-            profile: None,
-            address: "https://monitoring.us-east-1.amazonaws.com".into(),
-            timeout: DEFAULT_TIMEOUT,
-            retries: 0,
-            max_response_bytes: None,
-            interval: DEFAULT_INTERVAL,
-            period: None,
+            settings: Box::new(Settings {
+                region: "us-east-1".into(),
+                profile: None,
+                address: "https://monitoring.us-east-1.amazonaws.com".into(),
+                timeout: DEFAULT_TIMEOUT,
+                retries: 0,
+                max_response_bytes: None,
+                interval: DEFAULT_INTERVAL,
+                period: None,
+            }),
         };
         let t = Utc.timestamp_opt(1_000_000_030, 0).single().unwrap();
         let w = window(&cfg, &QueryRequest::instant("x", Some(t))).unwrap();

@@ -51,6 +51,8 @@ pub struct RunLimits {
 }
 
 /// Where a metric's measurement comes from.
+// One per metric, built once per template load; most are the large variant anyway.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum Provider {
     /// rollgate's own spec (`provider.plugin.<any>/...`).
