@@ -266,6 +266,47 @@ fn compare_ratio_form_judges_canary_against_stable() {
     assert_eq!(v["stable"]["bad"], 60, "{v}");
 }
 
+/// The compare kind's distribution form: one range request per side, a datapoint per step
+/// (a query without its own period gets the step): slower canary → Failed, same → Successful.
+#[test]
+fn compare_distribution_form_reads_ranges() {
+    let moto = shared();
+    let latency = |service: &str, track: &str| {
+        format!(
+            r#"[{{"id": "lat", "metricStat": {{"metric": {{"namespace": "Rollgate/Test", "metricName": "Latency",
+                "dimensions": [{{"name": "Service", "value": "{service}"}}, {{"name": "Track", "value": "{track}"}}]}},
+                "stat": "Average"}}}}]"#
+        )
+    };
+    let compare = |name: &str, service: &str| {
+        json!({
+            "name": name,
+            "provider": {"plugin": {"rollgate/analysis": {
+                "cloudwatch": block(&moto.url),
+                "compare": {
+                    "canary": latency(service, "canary"), "stable": latency(service, "stable"),
+                    "window": "30m", "step": "1m", "direction": "increase", "maxIncrease": 0.1,
+                    "confidence": 0.98, "minSamples": 20
+                },
+                "noData": "inconclusive"
+            }}}
+        })
+    };
+    let (doc, _) = dry_run(
+        vec![compare("shift", "lat-shift"), compare("same", "lat-same")],
+        moto.base,
+        SECRET,
+    );
+    let shift = by_name(&doc, "shift");
+    assert_eq!(shift["phase"], "Failed", "{shift}");
+    let v: Value = serde_json::from_str(shift["value"].as_str().unwrap()).unwrap();
+    assert_eq!(v["classification"], "high", "{v}");
+    // start..=end every minute over 30m: 31 samples, as Prometheus gives (compare_kind.rs).
+    assert_eq!(v["canary"]["count"], 31, "{v}");
+    let same = by_name(&doc, "same");
+    assert_eq!(same["phase"], "Successful", "{same}");
+}
+
 /// Argo Rollouts' own provider tests (`metricproviders/cloudwatch/cloudwatch_test.go`,
 /// v1.9.1), through rollgate's `query` kind with the same conditions: the answers their mock
 /// API gives and the phase and value they expect.

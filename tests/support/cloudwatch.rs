@@ -13,6 +13,9 @@
 //! | `absent` | none | none | none | no datapoints |
 //! | `cmp-healthy`, Track `canary`/`stable` | 600 each | 6 each | | 10m: 6000 / 60 a side |
 //! | `cmp-bad`, Track `canary`/`stable` | 600 each | 60 / 6 | | 10m: 6000 / 600 against 6000 / 60 |
+//!
+//! Latency (ms, one a minute): `lat-shift` Track `stable` between 100 and 120, `canary` 1.4
+//! times it; `lat-same` both the same.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;

@@ -37,10 +37,23 @@ PAIRS = {
 }
 
 
+# latency pairs (milliseconds, one per minute): the stable side varies between 100 and 120
+# (a fixed pseudo-random sequence); the canary is 1.4 times it (lat-shift) or the same (lat-same).
+LATENCY = {"lat-shift": 1.4, "lat-same": 1.0}
+
+
+def stable_latency(k):
+    return 100.0 + ((k * 7919) % 21)
+
+
 def datums(base):
     out = []
     for k in range(-FROM_MIN, TO_MIN):
         t = datetime.datetime.fromtimestamp(base + 60 * k, datetime.timezone.utc)
+        for service, factor in LATENCY.items():
+            for track, value in (("canary", stable_latency(k) * factor), ("stable", stable_latency(k))):
+                dims = [{"Name": "Service", "Value": service}, {"Name": "Track", "Value": track}]
+                out.append({"MetricName": "Latency", "Dimensions": dims, "Timestamp": t, "Value": value})
         for service, (req, err, rate) in SERVICES.items():
             dims = [{"Name": "Service", "Value": service}]
             out.append({"MetricName": "Requests", "Dimensions": dims, "Timestamp": t, "Value": float(req)})
