@@ -47,7 +47,7 @@ const SERVICE: &str = "monitoring";
 const TARGET: &str = "GraniteServiceVersion20100801.GetMetricData";
 /// Argo's default `interval`.
 const DEFAULT_INTERVAL: Duration = Duration::from_secs(300);
-/// Per attempt, as the brief for every backend sets it.
+/// Per attempt: GetMetricData over many metrics or a long window can take several seconds.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// The id of the one query of the expression form.
 const EXPRESSION_ID: &str = "q";
