@@ -35,6 +35,8 @@ use std::fmt;
 pub use error::{ConditionError, Position};
 pub use go_float::parse_go_float;
 pub use promql::{Filter, Untranslatable};
+/// Go's `%v` of a float64, for the values other backends format as their Argo provider does.
+pub(crate) use value::go_float;
 pub use value::Value;
 
 use crate::measurement::Phase;

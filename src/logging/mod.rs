@@ -49,7 +49,19 @@ pub(crate) fn plugin_log_filter(value: &str, source: &str) -> Result<EnvFilter, 
     if !valid {
         return Err(err());
     }
-    EnvFilter::try_new(value.to_ascii_lowercase()).map_err(|_| err())
+    EnvFilter::try_new(value.to_ascii_lowercase())
+        .map(quiet_signer)
+        .map_err(|_| err())
+}
+
+/// `filter` with the `aws-sigv4` crate's events turned off whatever the level: at trace it
+/// logs each canonical request, which holds the `X-Amz-Security-Token` header (an AWS session
+/// token) in clear.
+fn quiet_signer(filter: EnvFilter) -> EnvFilter {
+    match "aws_sigv4=off".parse() {
+        Ok(directive) => filter.add_directive(directive),
+        Err(_) => filter,
+    }
 }
 
 /// Installs JSON logging for plugin mode: one hclog line per event on stderr, with `@level`,
@@ -122,7 +134,7 @@ pub(crate) fn init_cli_logging(level: &str) {
 }
 
 fn filter(level: &str) -> EnvFilter {
-    EnvFilter::try_new(level).unwrap_or_else(|_| EnvFilter::new("info"))
+    quiet_signer(EnvFilter::try_new(level).unwrap_or_else(|_| EnvFilter::new("info")))
 }
 
 /// hclog's level names.

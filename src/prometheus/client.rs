@@ -92,6 +92,15 @@ impl Client {
         }
     }
 
+    /// The SigV4 signer for `cfg`, with its credential cache, shared by every query with the
+    /// same region, service and profile (a `sigv4` block, a CloudWatch metric).
+    pub(crate) fn sigv4_signer(&self, cfg: &SigV4Config) -> Arc<SigV4> {
+        let Ok(signer) = cached(&self.signers, cfg, MAX_CACHED_SIGNERS, || {
+            Ok::<_, std::convert::Infallible>(Arc::new(SigV4::new(cfg.clone())))
+        });
+        signer
+    }
+
     /// The size cap for a query with `cfg`: the spec's, which may only lower the operator's.
     fn response_limit(&self, cfg: &PrometheusConfig) -> Result<u64, PrometheusError> {
         self.limits.response_limit(cfg.max_response_bytes)
@@ -191,9 +200,7 @@ impl Client {
             ready(self, cfg, req)?
         };
         if let Some(sigv4) = &cfg.sigv4 {
-            let Ok(signer) = cached(&self.signers, sigv4, MAX_CACHED_SIGNERS, || {
-                Ok::<_, std::convert::Infallible>(Arc::new(SigV4::new(sigv4.clone())))
-            });
+            let signer = self.sigv4_signer(sigv4);
             // Fetched (or taken from the cache) before the first attempt, so that a session
             // token the server echoes is scrubbed.
             if let Some(token) = signer.session_token().await? {

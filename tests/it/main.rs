@@ -32,6 +32,7 @@ mod argo_conformance;
 mod argo_plugin;
 mod backend_newrelic;
 mod backend_datadog;
+mod backend_cloudwatch;
 mod backends;
 mod backtest;
 mod compare_kind;

@@ -7,6 +7,7 @@
 #![allow(dead_code)]
 
 pub mod datadog;
+pub mod cloudwatch;
 pub mod fault_proxy;
 pub mod gohost;
 pub mod inventories;

@@ -181,8 +181,9 @@ class Handler(BaseHTTPRequestHandler):
     def forward(self, body):
         url = ARGS.upstream + self.path
         req = urllib.request.Request(url, data=body if self.command == "POST" else None, method=self.command)
-        if self.headers.get("Content-Type"):
-            req.add_header("Content-Type", self.headers["Content-Type"])
+        for name in ["Content-Type"] + ARGS.forward_header:
+            if self.headers.get(name):
+                req.add_header(name, self.headers[name])
         try:
             with urllib.request.urlopen(req, timeout=10) as r:
                 self.reply(r.status, r.read(), r.headers.get("Content-Type", "application/json"))
@@ -203,6 +204,7 @@ def main():
     p.add_argument("--sts-lifetime", type=int, default=3600)
     p.add_argument("--echo-token", action="store_true", help="echo the session token in refusals")
     p.add_argument("--log")
+    p.add_argument("--forward-header", action="append", default=[], help="also pass this request header upstream (moto reads Authorization and X-Amz-Target)")
     ARGS = p.parse_args()
     for k in ARGS.key:
         fields = k.split("=")
