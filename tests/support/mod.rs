@@ -6,8 +6,8 @@
 //! Each test binary includes it with `mod support;` and uses what it needs.
 #![allow(dead_code)]
 
-pub mod datadog;
 pub mod cloudwatch;
+pub mod datadog;
 pub mod fault_proxy;
 pub mod gohost;
 pub mod inventories;
