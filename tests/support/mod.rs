@@ -8,6 +8,7 @@
 
 pub mod fault_proxy;
 pub mod gohost;
+pub mod influxdb;
 pub mod inventories;
 pub mod procfs;
 pub mod prom;
