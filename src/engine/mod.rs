@@ -468,6 +468,9 @@ impl Target<'_> {
 }
 
 /// A metric's target once the address rules have been applied.
+// One per measurement, on the stack for its length: boxing the config would cost an allocation
+// per check for nothing.
+#[allow(clippy::large_enum_variant)]
 enum Resolved<'a> {
     Prometheus(std::borrow::Cow<'a, PrometheusConfig>),
     Backend(&'a BackendConfig),

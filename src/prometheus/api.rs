@@ -88,7 +88,8 @@ pub(crate) fn rate_limit_reset(headers: &HeaderMap) -> Option<Duration> {
         .find_map(|name| {
             let text = headers.get(*name)?.to_str().ok()?.trim();
             let seconds: f64 = text.parse().ok()?;
-            (seconds.is_finite() && seconds >= 0.0 && seconds < 86_400.0)
+            (0.0..86_400.0)
+                .contains(&seconds)
                 .then(|| Duration::from_secs_f64(seconds))
         })
 }

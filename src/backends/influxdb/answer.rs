@@ -137,9 +137,8 @@ pub(super) enum Shape {
 
 /// Decodes a 2xx body.
 pub(super) fn decode(body: &[u8], shape: Shape) -> Result<Decoded, Problem> {
-    let parsed: Body = serde_json::from_slice(body).map_err(|e| {
-        Problem::Malformed(format!("not an InfluxDB /query answer: {e}"))
-    })?;
+    let parsed: Body = serde_json::from_slice(body)
+        .map_err(|e| Problem::Malformed(format!("not an InfluxDB /query answer: {e}")))?;
     if let Some(message) = parsed.error {
         return Err(Problem::Refused {
             statement: false,
@@ -339,7 +338,13 @@ mod tests {
             panic!()
         };
         assert_eq!(m.len(), 1);
-        assert_eq!(m[0].samples, vec![Sample { timestamp: 120.0, value: 2.5 }]);
+        assert_eq!(
+            m[0].samples,
+            vec![Sample {
+                timestamp: 120.0,
+                value: 2.5
+            }]
+        );
     }
 
     #[test]
@@ -353,7 +358,10 @@ mod tests {
         );
         assert!(matches!(
             instant(r#"{"results":[{"statement_id":0,"error":"retention policy not found: x"}]}"#),
-            Err(Problem::Refused { statement: true, .. })
+            Err(Problem::Refused {
+                statement: true,
+                ..
+            })
         ));
         assert_eq!(
             instant(r#"{"results":[{"statement_id":0,"series":[{"name":"m","columns":["time","v"],"values":[[0,1]],"partial":true}]}]}"#).unwrap_err(),
@@ -382,11 +390,15 @@ mod tests {
             );
         }
         assert!(matches!(
-            instant(r#"{"results":[{"statement_id":0,"series":[{"name":"m","columns":["time","a","b"],"values":[[0,1,2]]}]}]}"#),
+            instant(
+                r#"{"results":[{"statement_id":0,"series":[{"name":"m","columns":["time","a","b"],"values":[[0,1,2]]}]}]}"#
+            ),
             Err(Problem::Columns(_))
         ));
         assert!(matches!(
-            instant(r#"{"results":[{"statement_id":0,"series":[{"name":"m","columns":["time","v"],"values":[[0,"ok"]]}]}]}"#),
+            instant(
+                r#"{"results":[{"statement_id":0,"series":[{"name":"m","columns":["time","v"],"values":[[0,"ok"]]}]}]}"#
+            ),
             Err(Problem::NotANumber(_))
         ));
     }

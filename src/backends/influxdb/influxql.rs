@@ -253,7 +253,8 @@ fn scan(query: &str) -> Scanned {
             out.words.push("/".into());
         } else if c.is_alphanumeric() || c == '_' || c == '$' {
             let start = i;
-            while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_' || chars[i] == '$')
+            while i < chars.len()
+                && (chars[i].is_alphanumeric() || chars[i] == '_' || chars[i] == '$')
             {
                 i += 1;
             }

@@ -22,9 +22,9 @@ use std::time::Duration;
 use http::header::{HeaderValue, ACCEPT, AUTHORIZATION};
 use tokio::time::Instant;
 
-use crate::prometheus::{Exchange, Reply};
 use crate::prometheus::scrub::Scrubber;
 use crate::prometheus::{Client, Origin, PrometheusError, QueryRequest, QueryResponse};
+use crate::prometheus::{Exchange, Reply};
 use crate::spec::reader::ObjectReader;
 use crate::spec::SpecError;
 
@@ -51,9 +51,22 @@ enum Credentials {
     Basic { username: String, password: PathBuf },
 }
 
-/// The `influxdb:` block.
+/// The `influxdb:` block. Boxed: a metric spec holds one backend block of any kind, and this
+/// one should not make every spec (Prometheus ones included) larger.
 #[derive(Debug, Clone, PartialEq)]
-pub struct InfluxDbConfig {
+pub struct InfluxDbConfig(Box<Settings>);
+
+impl std::ops::Deref for InfluxDbConfig {
+    type Target = Settings;
+
+    fn deref(&self) -> &Settings {
+        &self.0
+    }
+}
+
+/// What the `influxdb:` block says.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
     address: String,
     database: String,
     retention_policy: Option<String>,
@@ -77,7 +90,10 @@ impl InfluxDbConfig {
         };
         let database = block.required_string("database", "the InfluxDB database to query")?;
         let retention_policy = block.string("retentionPolicy")?;
-        if retention_policy.as_deref().is_some_and(|r| r.trim().is_empty()) {
+        if retention_policy
+            .as_deref()
+            .is_some_and(|r| r.trim().is_empty())
+        {
             return Err(SpecError::Invalid {
                 path: block.path_of("retentionPolicy"),
                 expected: "a retention policy's name".into(),
@@ -153,7 +169,7 @@ impl InfluxDbConfig {
         let ca_file = block.string("caFile")?.map(PathBuf::from);
         let insecure_skip_verify = block.bool("insecureSkipVerify")?.unwrap_or(false);
         block.finish()?;
-        Ok(InfluxDbConfig {
+        Ok(InfluxDbConfig(Box::new(Settings {
             address,
             database,
             retention_policy,
@@ -164,7 +180,7 @@ impl InfluxDbConfig {
             max_response_bytes,
             ca_file,
             insecure_skip_verify,
-        })
+        })))
     }
 
     /// Where queries go.
@@ -253,10 +269,9 @@ pub(crate) async fn query(
     deadline: Option<Instant>,
 ) -> Result<QueryResponse, PrometheusError> {
     let (placement, shape) = match request {
-        QueryRequest::Instant { time: None, .. } => (
-            Placement::Now { window: cfg.window },
-            Shape::Instant,
-        ),
+        QueryRequest::Instant { time: None, .. } => {
+            (Placement::Now { window: cfg.window }, Shape::Instant)
+        }
         QueryRequest::Instant {
             time: Some(time), ..
         } => (
@@ -338,11 +353,19 @@ pub(crate) async fn query(
         // InfluxDB's own error object (400 for a query it cannot parse, 500 for a failed one);
         // anything else (a proxy's page, 429) as the shared sender reads it.
         return Err(
-            match serde_json::from_slice::<answer::Body>(&reply.body).ok().and_then(|b| b.error) {
+            match serde_json::from_slice::<answer::Body>(&reply.body)
+                .ok()
+                .and_then(|b| b.error)
+            {
                 Some(message) if reply.status != 429 => PrometheusError::Api {
                     origin,
                     status: reply.status,
-                    error_type: if reply.status < 500 { "query" } else { "server" }.into(),
+                    error_type: if reply.status < 500 {
+                        "query"
+                    } else {
+                        "server"
+                    }
+                    .into(),
                     message: clean(message),
                 },
                 _ => reply.status_error(&exchange),
@@ -367,9 +390,9 @@ async fn authorization(
     let Some((key, path)) = cfg.credential_key() else {
         return Ok(None);
     };
-    let read = tokio::fs::read_to_string(path).await.map_err(|e| {
-        PrometheusError::Auth(format!("cannot read {key} {}: {e}", path.display()))
-    })?;
+    let read = tokio::fs::read_to_string(path)
+        .await
+        .map_err(|e| PrometheusError::Auth(format!("cannot read {key} {}: {e}", path.display())))?;
     let secret = read.trim_end_matches(['\r', '\n']);
     if secret.trim().is_empty() {
         return Err(PrometheusError::Auth(format!(
@@ -454,7 +477,10 @@ mod tests {
             ]
         );
         let c = read(json!({"database": "d", "tokenFile": "/run/token"})).unwrap();
-        assert_eq!(c.files(), vec![("influxdb.tokenFile", Path::new("/run/token"))]);
+        assert_eq!(
+            c.files(),
+            vec![("influxdb.tokenFile", Path::new("/run/token"))]
+        );
     }
 
     #[test]
@@ -463,19 +489,55 @@ mod tests {
             (json!({}), "influxdb.database"),
             (json!({"database": ""}), "influxdb.database"),
             (json!({"database": "d", "databse": "x"}), "influxdb.databse"),
-            (json!({"database": "d", "token": "inline"}), "influxdb.token"),
-            (json!({"database": "d", "password": "inline"}), "influxdb.password"),
-            (json!({"database": "d", "address": "ftp://x"}), "influxdb.address"),
-            (json!({"database": "d", "address": "http://u:secret@x"}), "influxdb.address"),
-            (json!({"database": "d", "address": "http://x/?u=a&p=b"}), "influxdb.address"),
-            (json!({"database": "d", "username": "u"}), "influxdb.passwordFile"),
-            (json!({"database": "d", "passwordFile": "/p"}), "influxdb.username"),
-            (json!({"database": "d", "username": "a:b", "passwordFile": "/p"}), "influxdb.username"),
-            (json!({"database": "d", "tokenFile": "/t", "username": "u", "passwordFile": "/p"}), "influxdb"),
-            (json!({"database": "d", "window": "100ms"}), "influxdb.window"),
-            (json!({"database": "d", "timeout": "0s"}), "influxdb.timeout"),
+            (
+                json!({"database": "d", "token": "inline"}),
+                "influxdb.token",
+            ),
+            (
+                json!({"database": "d", "password": "inline"}),
+                "influxdb.password",
+            ),
+            (
+                json!({"database": "d", "address": "ftp://x"}),
+                "influxdb.address",
+            ),
+            (
+                json!({"database": "d", "address": "http://u:secret@x"}),
+                "influxdb.address",
+            ),
+            (
+                json!({"database": "d", "address": "http://x/?u=a&p=b"}),
+                "influxdb.address",
+            ),
+            (
+                json!({"database": "d", "username": "u"}),
+                "influxdb.passwordFile",
+            ),
+            (
+                json!({"database": "d", "passwordFile": "/p"}),
+                "influxdb.username",
+            ),
+            (
+                json!({"database": "d", "username": "a:b", "passwordFile": "/p"}),
+                "influxdb.username",
+            ),
+            (
+                json!({"database": "d", "tokenFile": "/t", "username": "u", "passwordFile": "/p"}),
+                "influxdb",
+            ),
+            (
+                json!({"database": "d", "window": "100ms"}),
+                "influxdb.window",
+            ),
+            (
+                json!({"database": "d", "timeout": "0s"}),
+                "influxdb.timeout",
+            ),
             (json!({"database": "d", "retries": 11}), "influxdb.retries"),
-            (json!({"database": "d", "retentionPolicy": " "}), "influxdb.retentionPolicy"),
+            (
+                json!({"database": "d", "retentionPolicy": " "}),
+                "influxdb.retentionPolicy",
+            ),
         ] {
             let e = read(block.clone()).unwrap_err().to_string();
             assert!(e.starts_with(key), "{block}: {e}");
