@@ -75,12 +75,18 @@ const OK: &[(&str, &str)] = &[("successCondition", "result[0] < 0.01")];
 
 #[tokio::test]
 async fn healthy_passes_the_guard_and_the_condition() {
-    let m = measure(&metric(&HEALTHY.ratio_query(), OK, guard(&HEALTHY, "inconclusive"))).await;
+    let m = measure(&metric(
+        &HEALTHY.ratio_query(),
+        OK,
+        guard(&HEALTHY, "inconclusive"),
+    ))
+    .await;
     assert_eq!(m.phase, Phase::Successful, "{m:?}");
     assert_eq!(m.value, "[0.001]");
     assert_eq!(m.metadata["minRequests.seen"], "30,000");
     assert!(
-        m.message.contains("successCondition `result[0] < 0.01` holds"),
+        m.message
+            .contains("successCondition `result[0] < 0.01` holds"),
         "{}",
         m.message
     );
@@ -121,11 +127,23 @@ async fn a_bad_error_rate_fails() {
 
 #[tokio::test]
 async fn low_traffic_is_held_by_the_guard() {
-    for (policy, phase) in [("inconclusive", Phase::Inconclusive), ("fail", Phase::Failed)] {
-        let m = measure(&metric(&LOWTRAFFIC.ratio_query(), OK, guard(&LOWTRAFFIC, policy))).await;
+    for (policy, phase) in [
+        ("inconclusive", Phase::Inconclusive),
+        ("fail", Phase::Failed),
+    ] {
+        let m = measure(&metric(
+            &LOWTRAFFIC.ratio_query(),
+            OK,
+            guard(&LOWTRAFFIC, policy),
+        ))
+        .await;
         assert_eq!(m.phase, phase, "{policy}: {m:?}");
         assert_eq!(m.metadata["minRequests.seen"], "15");
-        assert!(m.message.contains("15 requests seen, 300 needed"), "{}", m.message);
+        assert!(
+            m.message.contains("15 requests seen, 300 needed"),
+            "{}",
+            m.message
+        );
     }
 }
 
@@ -138,7 +156,12 @@ async fn no_data_follows_the_policy() {
         ("pass", Phase::Successful),
     ] {
         // The query without a guard, then the guard: both return no series.
-        let m = measure(&metric(&ABSENT.ratio_query(), OK, json!({"noData": policy}))).await;
+        let m = measure(&metric(
+            &ABSENT.ratio_query(),
+            OK,
+            json!({"noData": policy}),
+        ))
+        .await;
         assert_eq!(m.phase, phase, "{policy}: {m:?}");
         assert!(m.message.starts_with("no data: query"), "{}", m.message);
         assert_eq!(m.metadata["noData"], "returned no series");
@@ -146,7 +169,11 @@ async fn no_data_follows_the_policy() {
         extra["noData"] = json!(policy);
         let m = measure(&metric(&HEALTHY.ratio_query(), OK, extra)).await;
         assert_eq!(m.phase, phase, "{policy}: {m:?}");
-        assert!(m.message.starts_with("no data: minRequests.query"), "{}", m.message);
+        assert!(
+            m.message.starts_with("no data: minRequests.query"),
+            "{}",
+            m.message
+        );
     }
     // An empty GROUP BY time bucket is null: no data too, never a value the condition reads.
     // (The data starts 3 h before base: the first two buckets are empty, the third is not.)
@@ -168,9 +195,18 @@ async fn no_data_follows_the_policy() {
 /// perfect error rate, so the guard is what keeps an idle canary from passing.
 #[tokio::test]
 async fn zero_requests_are_held_by_the_guard_never_a_pass() {
-    let m = measure(&metric(&IDLE.ratio_query(), OK, guard(&IDLE, "inconclusive"))).await;
+    let m = measure(&metric(
+        &IDLE.ratio_query(),
+        OK,
+        guard(&IDLE, "inconclusive"),
+    ))
+    .await;
     assert_eq!(m.phase, Phase::Inconclusive, "{m:?}");
-    assert!(m.message.contains("0 requests seen, 300 needed"), "{}", m.message);
+    assert!(
+        m.message.contains("0 requests seen, 300 needed"),
+        "{}",
+        m.message
+    );
 }
 
 #[tokio::test]
@@ -179,9 +215,19 @@ async fn a_server_that_is_down_is_an_error() {
     let mut b = block();
     b["address"] = json!(url);
     b["retries"] = json!(0);
-    let m = measure(&metric_on(b, &HEALTHY.ratio_query(), OK, json!({"noData": "pass"}))).await;
+    let m = measure(&metric_on(
+        b,
+        &HEALTHY.ratio_query(),
+        OK,
+        json!({"noData": "pass"}),
+    ))
+    .await;
     assert_eq!(m.phase, Phase::Error, "{m:?}");
-    assert!(m.message.contains("cannot reach InfluxDB at"), "{}", m.message);
+    assert!(
+        m.message.contains("cannot reach InfluxDB at"),
+        "{}",
+        m.message
+    );
 }
 
 async fn against(stub: &Stub, extra_block: Value) -> Measurement {
@@ -208,7 +254,11 @@ async fn slow_and_garbage_answers_are_errors() {
     let t = Instant::now();
     let m = against(&slow, json!({"timeout": "500ms"})).await;
     assert_eq!(m.phase, Phase::Error, "{m:?}");
-    assert!(m.message.contains("did not answer within 500ms"), "{}", m.message);
+    assert!(
+        m.message.contains("did not answer within 500ms"),
+        "{}",
+        m.message
+    );
     assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
 
     for (name, mode, needle) in [
@@ -244,7 +294,11 @@ async fn the_servers_errors_are_errors() {
     b["retentionPolicy"] = json!("nope");
     let m = measure(&metric_on(b, &HEALTHY.ratio_query(), OK, json!({}))).await;
     assert_eq!(m.phase, Phase::Error, "{m:?}");
-    assert!(m.message.contains("retention policy not found"), "{}", m.message);
+    assert!(
+        m.message.contains("retention policy not found"),
+        "{}",
+        m.message
+    );
 }
 
 /// InfluxDB 1.x runs write statements even over GET: a template may not send one with the
@@ -286,7 +340,11 @@ fn ratio(canary: &Requests, stable: &Requests) -> Value {
 
 #[tokio::test]
 async fn compare_ratio_fails_a_worse_canary_and_passes_an_equal_one() {
-    let m = measure(&compare_metric(ratio(&CMP_BAD_CANARY, &CMP_BAD_STABLE), "10m")).await;
+    let m = measure(&compare_metric(
+        ratio(&CMP_BAD_CANARY, &CMP_BAD_STABLE),
+        "10m",
+    ))
+    .await;
     assert_eq!(m.phase, Phase::Failed, "{m:?}");
     let v: Value = serde_json::from_str(&m.value).unwrap();
     assert_eq!(v["canary"]["total"], 60000, "{v}");
@@ -330,7 +388,9 @@ async fn compare_distribution_reads_ranges() {
     assert_eq!(m.phase, Phase::Successful, "{m:?}");
     // A range must be placed with $timeFilter.
     let mut c = distribution(&LAT_SAME_CANARY, &LAT_SAME_STABLE);
-    c["canary"] = json!("SELECT mean(\"seconds\") FROM \"latency\" WHERE time > now() - 30m GROUP BY time(1m)");
+    c["canary"] = json!(
+        "SELECT mean(\"seconds\") FROM \"latency\" WHERE time > now() - 30m GROUP BY time(1m)"
+    );
     let m = measure(&compare_metric(c, "5m")).await;
     assert_eq!(m.phase, Phase::Error, "{m:?}");
     assert!(m.message.contains("$timeFilter"), "{}", m.message);
@@ -352,7 +412,11 @@ async fn argo_influxdb_provider_cases_keep_their_phase_and_value() {
         json!({}),
     ))
     .await;
-    assert_eq!((m.phase, m.value.as_str()), (Phase::Successful, "[1 6.6]"), "{m:?}");
+    assert_eq!(
+        (m.phase, m.value.as_str()),
+        (Phase::Successful, "[1 6.6]"),
+        "{m:?}"
+    );
     // TestRunWithTimeseries: records 10 and 20.
     let m = measure(&metric(
         &q("argo_ts"),
@@ -363,7 +427,11 @@ async fn argo_influxdb_provider_cases_keep_their_phase_and_value() {
         json!({}),
     ))
     .await;
-    assert_eq!((m.phase, m.value.as_str()), (Phase::Successful, "[10 20]"), "{m:?}");
+    assert_eq!(
+        (m.phase, m.value.as_str()),
+        (Phase::Successful, "[10 20]"),
+        "{m:?}"
+    );
     // TestRunWithEmptyResult: no records is an Error with no value in Argo; in rollgate the
     // metric's noData decides, and `noData: error` gives Argo's verdict.
     let m = measure(&metric(
@@ -382,7 +450,10 @@ async fn argo_influxdb_provider_cases_keep_their_phase_and_value() {
     let m = measure(&metric_on(
         b,
         &q("argo"),
-        &[("successCondition", "result == 10"), ("failureCondition", "result != 10")],
+        &[
+            ("successCondition", "result == 10"),
+            ("failureCondition", "result != 10"),
+        ],
         json!({}),
     ))
     .await;
@@ -397,7 +468,13 @@ async fn credentials_are_checked_read_at_each_query_and_never_shown() {
     std::fs::write(&wrong, "not-the-Passw0rd\n").unwrap();
     let mut b = block();
     b["passwordFile"] = json!(wrong.display().to_string());
-    let m = measure(&metric_on(b.clone(), &HEALTHY.ratio_query(), OK, json!({"noData": "pass"}))).await;
+    let m = measure(&metric_on(
+        b.clone(),
+        &HEALTHY.ratio_query(),
+        OK,
+        json!({"noData": "pass"}),
+    ))
+    .await;
     assert_eq!(m.phase, Phase::Error, "{m:?}");
     assert!(m.message.contains("influxdb.passwordFile"), "{}", m.message);
     assert!(m.message.contains("authorization failed"), "{}", m.message);
@@ -424,11 +501,19 @@ async fn credentials_are_checked_read_at_each_query_and_never_shown() {
         let echo = serde_json::to_string(&auth).unwrap();
         match i % 4 {
             0 => json_reply(401, &format!(r#"{{"error":"bad token {echo}"}}"#)),
-            1 => json_reply(400, &format!(r#"{{"error":"error parsing query near {echo}"}}"#)),
-            2 => json_reply(200, &format!(r#"{{"results":[{{"statement_id":0,"error":{echo}}}]}}"#)),
+            1 => json_reply(
+                400,
+                &format!(r#"{{"error":"error parsing query near {echo}"}}"#),
+            ),
+            2 => json_reply(
+                200,
+                &format!(r#"{{"results":[{{"statement_id":0,"error":{echo}}}]}}"#),
+            ),
             _ => json_reply(
                 200,
-                &format!(r#"{{"results":[{{"statement_id":0,"series":[{{"name":"m","tags":{{"auth":{echo}}},"columns":["time","v"],"values":[[0,0]]}}]}}]}}"#),
+                &format!(
+                    r#"{{"results":[{{"statement_id":0,"series":[{{"name":"m","tags":{{"auth":{echo}}},"columns":["time","v"],"values":[[0,0]]}}]}}]}}"#
+                ),
             ),
         }
     });
@@ -439,7 +524,11 @@ async fn credentials_are_checked_read_at_each_query_and_never_shown() {
         assert!(!shown.contains(TOKEN), "round {round}: {shown}");
         if round < 3 {
             assert_eq!(m.phase, Phase::Error, "round {round}: {m:?}");
-            assert!(m.message.contains("<redacted>"), "round {round}: {}", m.message);
+            assert!(
+                m.message.contains("<redacted>"),
+                "round {round}: {}",
+                m.message
+            );
         } else {
             assert_eq!(m.phase, Phase::Successful, "{m:?}");
         }
@@ -449,7 +538,11 @@ async fn credentials_are_checked_read_at_each_query_and_never_shown() {
     assert_eq!(first.path(), "/query");
     assert_eq!(first.param("db").as_deref(), Some("d"));
     assert_eq!(first.param("epoch").as_deref(), Some("ms"));
-    assert!(first.param("q").unwrap().contains("(time > '"), "{:?}", first.param("q"));
+    assert!(
+        first.param("q").unwrap().contains("(time > '"),
+        "{:?}",
+        first.param("q")
+    );
     assert_eq!(first.param("p"), None);
     assert!(!first.target.contains(TOKEN));
     // The first 401 names the token file.
@@ -482,7 +575,11 @@ async fn backtest_checks_are_placed_at_their_time() {
                 },
             )
             .await;
-        assert_eq!((out.phase, out.value.as_str()), (phase, value), "{offset}: {out:?}");
+        assert_eq!(
+            (out.phase, out.value.as_str()),
+            (phase, value),
+            "{offset}: {out:?}"
+        );
     }
 }
 
@@ -513,6 +610,72 @@ fn the_server_listens_on_loopback_only() {
         .collect();
     assert!(listening.len() >= 2, "{listening:?}");
     for l in listening {
-        assert!(l.split_whitespace().nth(1).unwrap().starts_with("0100007F:"), "{l}");
+        assert!(
+            l.split_whitespace()
+                .nth(1)
+                .unwrap()
+                .starts_with("0100007F:"),
+            "{l}"
+        );
+    }
+}
+
+/// The shipped example lints, and runs through the real binary against the real server with
+/// its address and credentials swapped in: a healthy pair passes both metrics, a canary with
+/// ten times the stable error rate fails both.
+#[test]
+fn the_example_runs_through_the_binary() {
+    let example =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/backends/influxdb.yaml");
+    let out = std::process::Command::new(support::rollgate_bin())
+        .arg("lint")
+        .arg(&example)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+
+    let s = shared();
+    let password = s.password_file.display().to_string();
+    let text = std::fs::read_to_string(&example)
+        .unwrap()
+        .replace("http://influxdb.monitoring:8086", &s.url)
+        .replace("username: rollgate", &format!("username: {READER}"))
+        .replace("/var/run/secrets/influxdb/password", &password)
+        // InfluxDB 1.6 has no `Token` scheme (1.8 added it): the read-only user instead.
+        .replace(
+            "tokenFile: /var/run/secrets/influxdb/token",
+            &format!("username: {READER}\n              passwordFile: {password}"),
+        )
+        .replace("database: telegraf", &format!("database: {DATABASE}"));
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("influxdb.yaml");
+    std::fs::write(&file, text).unwrap();
+    for (service, code) in [("cmp-healthy", 0), ("cmp-bad", 1)] {
+        let out = std::process::Command::new(support::rollgate_bin())
+            .args(["dry-run", "-o", "json", "--at"])
+            .arg(base().to_rfc3339())
+            .arg("--arg")
+            .arg(format!("service={service}"))
+            .arg("-f")
+            .arg(&file)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "{service}: {stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let want = if code == 0 { "Successful" } else { "Failed" };
+        assert_eq!(
+            stdout.matches(want).count() >= 2,
+            true,
+            "{service}: {stdout}"
+        );
     }
 }

@@ -39,7 +39,9 @@ use std::process::{Child, ChildStdin};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use super::prom::{alive, binary, free_port, http_get, read_answer, spawn_watched, tail, urlencode};
+use super::prom::{
+    alive, binary, free_port, http_get, read_answer, spawn_watched, tail, urlencode,
+};
 use super::scenarios::base_now;
 
 /// How long influxd may take to answer `/ping` before the test fails.
@@ -369,11 +371,7 @@ bind-address = "127.0.0.1:{rpc}"
     }
 
     fn admin_query(&self, user: Option<(&str, &str)>, q: &str) {
-        let (status, body) = self.post(
-            "/query",
-            user,
-            format!("q={}", urlencode(q)).as_bytes(),
-        );
+        let (status, body) = self.post("/query", user, format!("q={}", urlencode(q)).as_bytes());
         let text = String::from_utf8_lossy(&body);
         assert!(
             status == 200 && !text.contains("\"error\""),
@@ -383,7 +381,8 @@ bind-address = "127.0.0.1:{rpc}"
 
     /// A blocking HTTP/1.0 POST (form body for `/query`, line protocol for `/write`).
     pub fn post(&self, path: &str, user: Option<(&str, &str)>, body: &[u8]) -> (u16, Vec<u8>) {
-        let mut s = TcpStream::connect_timeout(&self.addr, Duration::from_secs(10)).expect("connect");
+        let mut s =
+            TcpStream::connect_timeout(&self.addr, Duration::from_secs(10)).expect("connect");
         s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
         let auth = user
             .map(|(u, p)| {
