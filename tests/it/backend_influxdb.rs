@@ -672,10 +672,6 @@ fn the_example_runs_through_the_binary() {
             String::from_utf8_lossy(&out.stderr)
         );
         let want = if code == 0 { "Successful" } else { "Failed" };
-        assert_eq!(
-            stdout.matches(want).count() >= 2,
-            true,
-            "{service}: {stdout}"
-        );
+        assert!(stdout.matches(want).count() >= 2, "{service}: {stdout}");
     }
 }
