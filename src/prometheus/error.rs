@@ -19,6 +19,11 @@ impl Origin {
         Origin(format!("Prometheus at {}", redact_url(address)))
     }
 
+    /// A live server of another backend (`Graphite at http://…`); userinfo is stripped.
+    pub fn named(backend: &str, address: &str) -> Origin {
+        Origin(format!("{backend} at {}", redact_url(address)))
+    }
+
     /// A recorded answer replayed from a file.
     pub fn replay() -> Origin {
         Origin("recorded Prometheus response".to_string())
