@@ -523,7 +523,8 @@ struct RawSeries {
 /// Decodes a `format=json` answer as Argo's provider does (`api.go`, `dataPoint.UnmarshalJSON`):
 /// a point is `[value, timestamp]`; the value null, a number or a numeric string; the timestamp
 /// null, a number (rounded) or an integer string. Anything else is an error. Labels are the
-/// series' `tags` (graphite-web 1.1 sends `name` among them), else `name` = its `target`.
+/// series' `tags` (graphite-web 1.1 sends `name` among them; else `name` is the `target`) and
+/// `target`.
 fn decode(body: &[u8]) -> Result<Vec<GraphiteSeries>, String> {
     let raw: Option<Vec<RawSeries>> = serde_json::from_slice(body).map_err(|e| {
         let start = String::from_utf8_lossy(&body[..body.len().min(120)]).into_owned();
@@ -542,9 +543,12 @@ fn decode(body: &[u8]) -> Result<Vec<GraphiteSeries>, String> {
                     other => (k, other.to_string()),
                 })
                 .collect();
+            // Tags alone may not tell two targets apart (`sumSeries(a.*)` is tagged with one
+            // of the names it sums), and a range matches series across renders by labels.
             labels
                 .entry("name".into())
                 .or_insert_with(|| s.target.clone());
+            labels.entry("target".into()).or_insert(s.target);
             let points = s
                 .datapoints
                 .unwrap_or_default()

@@ -30,6 +30,7 @@ mod support;
 mod architecture;
 mod argo_conformance;
 mod argo_plugin;
+mod backend_graphite;
 mod backends;
 mod backtest;
 mod compare_kind;

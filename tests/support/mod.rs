@@ -8,6 +8,7 @@
 
 pub mod fault_proxy;
 pub mod gohost;
+pub mod graphite;
 pub mod inventories;
 pub mod procfs;
 pub mod prom;
