@@ -695,6 +695,14 @@ mod tests {
         }
     }
 
+    // graphite-web writes ±Infinity as 1e9999 (render/views.py, renderViewJson); Go cannot
+    // decode it (Argo's provider errors), nor can serde: a malformed answer, never a value.
+    #[test]
+    fn infinity_written_as_1e9999_is_malformed() {
+        let e = series(r#"[{"target":"t","datapoints":[[1e9999,60]]}]"#).unwrap_err();
+        assert!(e.contains("out of range"), "{e}");
+    }
+
     #[test]
     fn the_value_at_the_end_skips_trailing_nulls_and_all_null_series() {
         let s = series(

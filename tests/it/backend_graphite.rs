@@ -554,3 +554,45 @@ async fn credentials_never_come_back() {
     assert!(out.message.contains("passwordFile"), "{}", out.message);
     assert!(!out.message.contains("rotated-pass"), "{}", out.message);
 }
+
+/// The shipped example lints, and runs against the test graphite-web (its address replaced)
+/// with both metrics Successful at `base`.
+#[test]
+fn the_example_lints_and_runs() {
+    let example = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/backends/graphite.yaml"
+    );
+    let lint = std::process::Command::new(support::rollgate_bin())
+        .args(["lint", example])
+        .output()
+        .unwrap();
+    assert!(
+        lint.status.success(),
+        "{}",
+        String::from_utf8_lossy(&lint.stdout)
+    );
+    let s = shared();
+    let text = std::fs::read_to_string(example)
+        .unwrap()
+        .replace("http://graphite.monitoring:8080", &s.url);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("graphite.yaml");
+    std::fs::write(&file, text).unwrap();
+    let at = Utc.timestamp_opt(s.base, 0).single().unwrap().to_rfc3339();
+    let run = std::process::Command::new(support::rollgate_bin())
+        .args(["dry-run", "-f"])
+        .arg(&file)
+        .args(["--at", &at])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    for name in ["error-ratio", "error-ratio-vs-stable"] {
+        assert!(out.contains(name), "{out}");
+    }
+}

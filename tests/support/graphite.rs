@@ -108,7 +108,7 @@ pub const LATE: Counts = Counts {
 pub const ABSENT_SERVICE: &str = "absent";
 /// Compare, equal: canary 2400 / 12 a minute (0.5 %), stable 2640 / 13 (0.49 %).
 pub const CMP_EQUAL_CANARY: Counts = Counts {
-    service: "cmp-equal",
+    service: "cmp-healthy",
     track: "canary",
     requests: 2400,
     errors: 12,
