@@ -32,6 +32,7 @@ mod argo_conformance;
 mod argo_plugin;
 mod backend_cloudwatch;
 mod backend_datadog;
+mod backend_graphite;
 mod backend_influxdb;
 mod backend_newrelic;
 mod backends;

@@ -10,6 +10,7 @@ pub mod cloudwatch;
 pub mod datadog;
 pub mod fault_proxy;
 pub mod gohost;
+pub mod graphite;
 pub mod influxdb;
 pub mod inventories;
 pub mod newrelic;
