@@ -291,7 +291,7 @@ impl IntOrString {
 /// The `MetricDataQueries` of the request for `text`, with `period` for the queries that set
 /// none (an expression's period; a metricStat's period is required, as in the API). An error
 /// says what is wrong with the text.
-fn metric_data_queries(text: &str, period: u64) -> Result<Vec<Value>, String> {
+pub(super) fn metric_data_queries(text: &str, period: u64) -> Result<Vec<Value>, String> {
     let trimmed = text.trim_start();
     // A list is the Argo form; anything else is one expression. YAML would also read a plain
     // expression as a string, but `SELECT a: b` is not a mapping anybody meant.

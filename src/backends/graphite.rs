@@ -232,7 +232,7 @@ pub(crate) async fn query(
 
 /// The parameters of Argo's query string, with `format=json`: whitespace removed as Argo
 /// removes it (`sanitizeQuery`), `%` escapes checked as Go's `url.Parse` checks them.
-fn render_params(query: &str) -> Result<Vec<(String, String)>, PrometheusError> {
+pub(super) fn render_params(query: &str) -> Result<Vec<(String, String)>, PrometheusError> {
     let text: String = query.chars().filter(|c| !c.is_ascii_whitespace()).collect();
     let bytes = text.as_bytes();
     for (i, _) in text.match_indices('%') {

@@ -25,6 +25,22 @@ use crate::spec::SpecError;
 /// The keys of the backend blocks besides `prometheus`, as written in a spec.
 pub const BACKEND_KEYS: [&str; 5] = ["datadog", "cloudwatch", "newrelic", "graphite", "influxdb"];
 
+/// Checks a query in the language of backend `key` as far as rollgate can without the server,
+/// so that `rollgate lint` and serve's readiness find what the server would refuse: CloudWatch's
+/// query list, InfluxDB's one read-only `SELECT`, Graphite's render parameters. (Datadog's and
+/// New Relic's languages are left to their servers.) The error says what is wrong.
+pub(crate) fn check_query(key: &str, query: &str) -> Result<(), String> {
+    match key {
+        // The period only fills queries that set none; any valid one checks the text.
+        "cloudwatch" => cloudwatch::metric_data_queries(query, 60).map(drop),
+        "influxdb" => influxdb::check_statement(query),
+        "graphite" => graphite::render_params(query)
+            .map(drop)
+            .map_err(|e| e.to_string()),
+        _ => Ok(()),
+    }
+}
+
 /// A metric's backend other than Prometheus, with its configuration.
 #[derive(Debug, Clone, PartialEq)]
 pub enum BackendConfig {

@@ -150,9 +150,10 @@ pub enum PrometheusError {
         result_type: String,
     },
 
-    /// The `prometheus:` block cannot be used: bad address, unreadable token/password/CA file, ...
+    /// The backend block cannot be used (`prometheus:` or another backend's): bad address,
+    /// unreadable token/password/CA file, a query the backend cannot place in time, ...
     /// Names files by path, never by content.
-    #[error("invalid Prometheus configuration: {0}")]
+    #[error("invalid configuration: {0}")]
     Config(String),
 
     /// No credential for the query could be obtained: the step that failed (token endpoint

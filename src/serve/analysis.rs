@@ -411,6 +411,43 @@ mod tests {
     }
 
     #[test]
+    fn inline_specs_may_not_use_another_backends_keys_or_aws_identity() {
+        let set = TemplateSet::default();
+        let refused = |key: &str, block: Value, query: &str| {
+            let mut spec = json!({"query": query, "noData": "fail"});
+            spec[key] = block;
+            let sel = Selection::Inline {
+                spec,
+                name: "x".into(),
+            };
+            plan(&set, &sel, &[], &Trust::NETWORK).unwrap_err()
+        };
+        let e = refused(
+            "datadog",
+            json!({"address": "http://evil:1", "apiKeyFile": "/etc/dd/api", "appKeyFile": "/etc/dd/app"}),
+            "sum:errors{*}",
+        );
+        assert_eq!(e.status.as_u16(), 422);
+        assert!(
+            e.message
+                .contains("datadog.apiKeyFile: specs sent over the network"),
+            "{}",
+            e.message
+        );
+        let e = refused(
+            "cloudwatch",
+            json!({"region": "us-east-1", "address": "http://evil:1"}),
+            "SELECT SUM(Errors) FROM \"AWS/ApplicationELB\"",
+        );
+        assert!(
+            e.message
+                .contains("cloudwatch: specs sent over the network may not sign"),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
     fn unknown_templates_are_named() {
         let set = TemplateSet::default();
         let sel = Selection::Template {

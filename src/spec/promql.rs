@@ -60,7 +60,8 @@ pub(crate) fn check_query(
             "a {backend} query without [[run.*]]: the run clock fills in PromQL durations, so it works with a prometheus block only"
         )));
     }
-    Ok(())
+    crate::backends::check_query(backend, query)
+        .map_err(|why| invalid(format!("a query the {backend} backend can run ({why})")))
 }
 
 /// Fails with the parser's reason when `query` is not valid PromQL.

@@ -556,11 +556,23 @@ fn bad_blocks_and_queries_say_what_is_wrong() {
     bad_query["provider"]["plugin"]["rollgate/analysis"]["query"] =
         json!("- id: Rate\n  expression: x");
     metrics.push(bad_query);
-    let (doc, _) = dry_run(metrics, shared().base, SECRET);
-    assert_eq!(phase(&doc, "bad-query"), "Error");
+    // Refused where the template is read (lint, serve's readiness), never sent.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("t.yaml");
+    let template = json!({"apiVersion": "argoproj.io/v1alpha1", "kind": "AnalysisTemplate",
+        "metadata": {"name": "cw"}, "spec": {"metrics": metrics}});
+    std::fs::write(&file, template.to_string()).unwrap();
+    let out = Command::new(support::rollgate_bin())
+        .args(["lint"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let printed =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{printed}");
     assert!(
-        message(&doc, "bad-query").contains("must start with a lower-case letter"),
-        "{doc}"
+        printed.contains("must start with a lower-case letter"),
+        "{printed}"
     );
     assert_eq!(stub.requests(), 0, "a bad query is never sent");
 

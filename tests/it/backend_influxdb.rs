@@ -311,10 +311,12 @@ async fn only_one_read_only_select_reaches_the_server() {
         "SELECT sum(\"total\") INTO \"copy\" FROM \"requests\" WHERE $timeFilter",
         "SELECT sum(\"total\") FROM \"requests\" WHERE $timeFilter; DROP DATABASE rollgate",
     ] {
+        // Refused where the template is read (lint, serve's readiness), never sent.
         let b = json!({"address": stub.url, "database": "d"});
-        let m = measure(&metric_on(b, q, OK, json!({"noData": "pass"}))).await;
-        assert_eq!(m.phase, Phase::Error, "{q}: {m:?}");
-        assert!(m.message.contains("SELECT"), "{}", m.message);
+        let spec = json!({"influxdb": b, "query": q, "noData": "pass"});
+        let m = json!({"name": "m", "provider": {"plugin": {"rollgate/analysis": spec}}});
+        let e = Metric::from_value(&m, "").unwrap_err().to_string();
+        assert!(e.contains("query") && e.contains("SELECT"), "{q}: {e}");
     }
     assert_eq!(stub.requests(), 0);
 }

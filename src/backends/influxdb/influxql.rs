@@ -154,7 +154,7 @@ fn replace_macro(query: &str, name: &str, with: &str) -> String {
 /// `SELECT … INTO` and several `;`-separated statements even over GET (only warning that this is
 /// deprecated), with whatever rights the operator's credentials carry, and a template author
 /// must not be able to write or delete through them.
-fn check_select(query: &str) -> Result<(), Refusal> {
+pub(super) fn check_select(query: &str) -> Result<(), Refusal> {
     let scanned = scan(query);
     if let Some(why) = scanned.broken {
         return Err(Refusal::NotOneSelect(format!(

@@ -445,6 +445,11 @@ fn auth_refused(cfg: &InfluxDbConfig, origin: &Origin, status: u16, body: &[u8])
     }
 }
 
+/// The load-time part of [`influxql::prepare`]'s rules: one read-only `SELECT`.
+pub(super) fn check_statement(query: &str) -> Result<(), String> {
+    influxql::check_select(query).map_err(|r| r.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
