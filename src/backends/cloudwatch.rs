@@ -88,24 +88,8 @@ impl CloudWatchConfig {
             Some(a) => check_address(&block, &a)?,
             None => format!("https://monitoring.{region}.amazonaws.com"),
         };
-        let timeout = match block.duration("timeout")? {
-            Some(t) if t.is_zero() => {
-                return Err(SpecError::Invalid {
-                    path: block.path_of("timeout"),
-                    expected: "a duration above zero".into(),
-                    got: "0".into(),
-                })
-            }
-            Some(t) => t,
-            None => DEFAULT_TIMEOUT,
-        };
-        let retries = match block.integer("retries", 0, 10)? {
-            // 0..=10 (checked by the reader).
-            #[allow(clippy::cast_possible_truncation)]
-            Some(r) => r as u32,
-            None => crate::prometheus::PrometheusConfig::default().retries,
-        };
-        let max_response_bytes = block.integer("maxResponseBytes", 1024, 1 << 34)?;
+        let (timeout, retries, max_response_bytes) =
+            super::read_sending(&mut block, DEFAULT_TIMEOUT)?;
         let interval = match block.duration("interval")? {
             Some(i) => {
                 let secs = i.as_secs();

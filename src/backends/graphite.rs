@@ -54,8 +54,6 @@ use crate::spec::SpecError;
 /// Each attempt's time limit unless `timeout` says otherwise: Argo's Graphite client uses 10 s
 /// (`graphite.go`, `NewAPIClient`), as rollgate's Prometheus client does.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
-/// Further attempts after a connection failure, a timeout or 502–504 (as for Prometheus).
-const DEFAULT_RETRIES: u32 = 2;
 /// The most evaluation times one range may ask for (one render each).
 pub const MAX_RANGE_POINTS: usize = 1000;
 /// Renders of one range in flight at once.
@@ -92,23 +90,8 @@ impl GraphiteConfig {
             "graphite-web's URL (the render API is below it), e.g. http://graphite.monitoring:8080",
         )?;
         let address = check_address(&block.path_of("address"), &address)?;
-        let timeout = match block.duration("timeout")? {
-            Some(t) if t.is_zero() => {
-                return Err(SpecError::Invalid {
-                    path: block.path_of("timeout"),
-                    expected: "a duration above zero".into(),
-                    got: "0".into(),
-                })
-            }
-            Some(t) => t,
-            None => DEFAULT_TIMEOUT,
-        };
-        let retries = match block.integer("retries", 0, 10)? {
-            // 0..=10 (checked by the reader).
-            Some(r) => u32::try_from(r).unwrap_or(DEFAULT_RETRIES),
-            None => DEFAULT_RETRIES,
-        };
-        let max_response_bytes = block.integer("maxResponseBytes", 1024, 1 << 34)?;
+        let (timeout, retries, max_response_bytes) =
+            super::read_sending(&mut block, DEFAULT_TIMEOUT)?;
         let basic_auth = match block.object("basicAuth")? {
             Some(mut b) => {
                 let username = b.required_string("username", "the user name")?;

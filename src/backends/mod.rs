@@ -41,6 +41,37 @@ pub(crate) fn check_query(key: &str, query: &str) -> Result<(), String> {
     }
 }
 
+/// Further attempts after a connection failure, a timeout, 502–504 or a 429 whose reset fits
+/// the check's time, unless a block's `retries` says otherwise (as the prometheus block).
+pub(crate) const DEFAULT_RETRIES: u32 = 2;
+
+/// Reads the keys every backend block shares — `timeout` (above zero; else `default_timeout`,
+/// which each backend takes from its Argo provider's client), `retries` (0–10) and
+/// `maxResponseBytes` — as (timeout, retries, maxResponseBytes).
+pub(crate) fn read_sending(
+    block: &mut ObjectReader<'_>,
+    default_timeout: std::time::Duration,
+) -> Result<(std::time::Duration, u32, Option<u64>), SpecError> {
+    let timeout = match block.duration("timeout")? {
+        Some(t) if t.is_zero() => {
+            return Err(SpecError::Invalid {
+                path: block.path_of("timeout"),
+                expected: "a duration above zero".into(),
+                got: "0".into(),
+            })
+        }
+        Some(t) => t,
+        None => default_timeout,
+    };
+    let retries = match block.integer("retries", 0, 10)? {
+        // 0..=10, checked by the reader.
+        Some(r) => u32::try_from(r).unwrap_or(10),
+        None => DEFAULT_RETRIES,
+    };
+    let max_response_bytes = block.integer("maxResponseBytes", 1024, 1 << 34)?;
+    Ok((timeout, retries, max_response_bytes))
+}
+
 /// A metric's backend other than Prometheus, with its configuration.
 #[derive(Debug, Clone, PartialEq)]
 pub enum BackendConfig {

@@ -41,9 +41,6 @@ pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(300);
 /// Each attempt's time limit: Argo's provider gives its HTTP client 10 s, as rollgate gives
 /// a Prometheus query.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
-/// Further attempts after a connection failure, a timeout, 502–504 or a 429 that resets in
-/// time (as for Prometheus).
-pub const DEFAULT_RETRIES: u32 = 2;
 /// The aggregator Argo's provider sends to the v2 scalar API when none is set.
 pub const DEFAULT_AGGREGATOR: &str = "last";
 /// The aggregators the v2 scalar API takes (the `aggregator` enum of Argo's
@@ -141,24 +138,8 @@ impl DatadogConfig {
                 })
             }
         };
-        let timeout = match block.duration("timeout")? {
-            Some(t) if t.is_zero() => {
-                return Err(SpecError::Invalid {
-                    path: block.path_of("timeout"),
-                    expected: "a duration above zero".into(),
-                    got: "0".into(),
-                })
-            }
-            Some(t) => t,
-            None => DEFAULT_TIMEOUT,
-        };
-        let retries = match block.integer("retries", 0, 10)? {
-            // 0..=10 (checked by the reader).
-            #[allow(clippy::cast_possible_truncation)]
-            Some(r) => r as u32,
-            None => DEFAULT_RETRIES,
-        };
-        let max_response_bytes = block.integer("maxResponseBytes", 1024, 1 << 34)?;
+        let (timeout, retries, max_response_bytes) =
+            super::read_sending(&mut block, DEFAULT_TIMEOUT)?;
         block.finish()?;
         Ok(DatadogConfig {
             address,

@@ -38,8 +38,6 @@ pub const DEFAULT_ADDRESS: &str = "http://localhost:8086";
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// How far back `$timeFilter` reaches from a check's time unless `window` says otherwise.
 pub const DEFAULT_WINDOW: Duration = Duration::from_secs(300);
-/// Further attempts after a connection failure, a timeout or 502–504, as the prometheus block.
-const DEFAULT_RETRIES: u32 = 2;
 
 /// How the block authenticates.
 #[derive(Debug, Clone, PartialEq)]
@@ -149,23 +147,8 @@ impl InfluxDbConfig {
             Some(w) => w,
             None => DEFAULT_WINDOW,
         };
-        let timeout = match block.duration("timeout")? {
-            Some(t) if t.is_zero() => {
-                return Err(SpecError::Invalid {
-                    path: block.path_of("timeout"),
-                    expected: "a duration above zero".into(),
-                    got: "0".into(),
-                })
-            }
-            Some(t) => t,
-            None => DEFAULT_TIMEOUT,
-        };
-        let retries = match block.integer("retries", 0, 10)? {
-            // 0..=10 (checked by the reader).
-            Some(r) => u32::try_from(r).unwrap_or(10),
-            None => DEFAULT_RETRIES,
-        };
-        let max_response_bytes = block.integer("maxResponseBytes", 1024, 1 << 34)?;
+        let (timeout, retries, max_response_bytes) =
+            super::read_sending(&mut block, DEFAULT_TIMEOUT)?;
         let ca_file = block.string("caFile")?.map(PathBuf::from);
         let insecure_skip_verify = block.bool("insecureSkipVerify")?.unwrap_or(false);
         block.finish()?;

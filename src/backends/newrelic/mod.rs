@@ -38,8 +38,6 @@ pub const US_ADDRESS: &str = "https://api.newrelic.com/graphql";
 pub const EU_ADDRESS: &str = "https://api.eu.newrelic.com/graphql";
 /// Each attempt's time limit unless `timeout` says otherwise.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
-/// Further attempts unless `retries` says otherwise.
-const DEFAULT_RETRIES: u32 = 2;
 /// The longest NRQL timeout asked of NerdGraph (its synchronous queries stop at a minute
 /// on most accounts and 10 with Data Plus: the server applies its own cap below this).
 const MAX_NRQL_TIMEOUT_S: u64 = 120;
@@ -109,21 +107,8 @@ impl NewRelicConfig {
             "apiKeyFile",
             "a file holding the New Relic user (personal) API key",
         )?);
-        let timeout = match block.duration("timeout")? {
-            Some(t) if t.is_zero() => {
-                return Err(SpecError::Invalid {
-                    path: block.path_of("timeout"),
-                    expected: "a duration above zero".into(),
-                    got: "0".into(),
-                })
-            }
-            Some(t) => t,
-            None => DEFAULT_TIMEOUT,
-        };
-        let retries = block
-            .integer("retries", 0, 10)?
-            .map_or(DEFAULT_RETRIES, |r| u32::try_from(r).unwrap_or(10));
-        let max_response_bytes = block.integer("maxResponseBytes", 1024, 1 << 34)?;
+        let (timeout, retries, max_response_bytes) =
+            super::read_sending(&mut block, DEFAULT_TIMEOUT)?;
         block.finish()?;
         Ok(NewRelicConfig(Box::new(Block {
             address,
@@ -433,7 +418,7 @@ mod tests {
         let c = read(json!({"accountId": 1234567, "apiKeyFile": "/k"})).unwrap();
         assert_eq!(c.address, US_ADDRESS);
         assert_eq!(c.timeout, DEFAULT_TIMEOUT);
-        assert_eq!(c.retries, DEFAULT_RETRIES);
+        assert_eq!(c.retries, crate::backends::DEFAULT_RETRIES);
         assert_eq!(c.api_key_file, Path::new("/k"));
         let c = read(json!({"accountId": "42", "apiKeyFile": "/k", "region": "EU", "timeout": "5s", "retries": 0, "maxResponseBytes": 4096})).unwrap();
         assert_eq!(
