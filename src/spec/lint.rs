@@ -409,6 +409,10 @@ fn lint_template(doc: &Value, text: &str, source: &str, start: usize, out: &mut 
             out.findings
                 .push(finding(Severity::Error, Some(&metric_name), &p, message));
         }
+        if let Some((p, message)) = unguarded_influxdb_query(raw, &path) {
+            out.findings
+                .push(finding(Severity::Warning, Some(&metric_name), &p, message));
+        }
     }
     for (arg, _) in args.iter().filter(|(a, _)| !used.contains(*a)) {
         // serve always supplies `name` and `namespace` (the canary's); declaring them is normal.
@@ -421,6 +425,27 @@ fn lint_template(doc: &Value, text: &str, source: &str, start: usize, out: &mut 
             ),
         ));
     }
+}
+
+/// An InfluxDB `query` metric without `minRequests`: InfluxQL divides 0 by 0 as 0 (not NaN), so
+/// an error ratio over no traffic reads as a perfect 0 and the no-data policy never sees it.
+fn unguarded_influxdb_query(raw: &Value, path: &str) -> Option<(String, String)> {
+    let (key, spec) = raw
+        .get("provider")?
+        .get("plugin")?
+        .as_object()?
+        .iter()
+        .next()?;
+    let unguarded = spec.get("influxdb").is_some()
+        && spec.get("query").is_some()
+        && spec.get("minRequests").is_none();
+    unguarded.then(|| {
+        let at = format!("{path}.provider.plugin.{key}.minRequests");
+        (
+            at.clone(),
+            format!("{at}: an influxdb query metric without minRequests: InfluxQL divides 0 by 0 as 0, so a ratio over no traffic reads as a perfect 0 and passes; add minRequests with a count query"),
+        )
+    })
 }
 
 /// Every `{{...}}` tag of every string under `v`, with the string's path.
@@ -820,6 +845,39 @@ spec:
             .filter(|f| f.severity == Severity::Error)
             .map(ToString::to_string)
             .collect()
+    }
+
+    #[test]
+    fn an_unguarded_influxdb_query_is_warned_about() {
+        let metric = |guard: &str| {
+            template(&format!(
+                r#"    - name: ratio
+      successCondition: result[0] < 0.01
+      provider:
+        plugin:
+          rollgate/analysis:
+            influxdb: {{address: "http://influx:8086", database: app}}
+            query: SELECT sum("bad") / sum("total") FROM "requests" WHERE "service" = '{{{{args.service}}}}' AND $timeFilter
+            noData: inconclusive
+{guard}"#
+            ))
+        };
+        let warnings = |text: &str| -> Vec<String> {
+            lint_text(text, "f.yaml")
+                .findings
+                .iter()
+                .filter(|f| f.severity == Severity::Warning && f.message.contains("influxdb"))
+                .map(ToString::to_string)
+                .collect()
+        };
+        let found = warnings(&metric(""));
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].contains("divides 0 by 0 as 0"), "{found:?}");
+        assert!(errors(&metric("")).is_empty());
+        let guarded = metric(
+            "            minRequests: {query: 'SELECT sum(\"total\") FROM \"requests\" WHERE $timeFilter', count: 100}\n",
+        );
+        assert!(warnings(&guarded).is_empty(), "{:?}", warnings(&guarded));
     }
 
     #[test]
