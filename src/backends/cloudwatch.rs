@@ -79,13 +79,13 @@ impl CloudWatchConfig {
     pub(crate) fn read(mut block: ObjectReader<'_>) -> Result<CloudWatchConfig, SpecError> {
         let region =
             block.required_string("region", "the AWS region of the metrics, e.g. us-east-1")?;
-        let region = aws_name(&block, "region", region)?;
+        let region = crate::spec::aws_name(&block, "region", region)?;
         let profile = match block.string("profile")? {
-            Some(p) => Some(aws_name(&block, "profile", p)?),
+            Some(p) => Some(crate::spec::aws_name(&block, "profile", p)?),
             None => None,
         };
         let address = match block.string("address")? {
-            Some(a) => check_address(&block, &a)?,
+            Some(a) => crate::spec::check_address(&block.path_of("address"), &a)?,
             None => format!("https://monitoring.{region}.amazonaws.com"),
         };
         let (timeout, retries, max_response_bytes) =
@@ -159,43 +159,6 @@ impl CloudWatchConfig {
             service: SERVICE.into(),
             profile: self.settings.profile.clone(),
         }
-    }
-}
-
-/// A region or profile name: what AWS uses, nothing that could reach a file path or a header.
-fn aws_name(
-    block: &ObjectReader<'_>,
-    key: &'static str,
-    value: String,
-) -> Result<String, SpecError> {
-    let ok = !value.is_empty()
-        && value.len() <= 64
-        && value
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.');
-    if ok {
-        Ok(value)
-    } else {
-        Err(SpecError::Invalid {
-            path: block.path_of(key),
-            expected: "a name of letters, digits, `-`, `_` and `.` (e.g. us-east-1)".into(),
-            got: format!("{value:?}"),
-        })
-    }
-}
-
-/// An http(s) URL with a host (a VPC endpoint, a proxy, a test server), without a trailing `/`.
-fn check_address(block: &ObjectReader<'_>, address: &str) -> Result<String, SpecError> {
-    let trimmed = address.trim().trim_end_matches('/');
-    match url::Url::parse(trimmed) {
-        Ok(url) if matches!(url.scheme(), "http" | "https") && url.host().is_some() => {
-            Ok(trimmed.to_string())
-        }
-        _ => Err(SpecError::Invalid {
-            path: block.path_of("address"),
-            expected: "an http:// or https:// URL".into(),
-            got: format!("{:?}", crate::prometheus::redact_url(trimmed)),
-        }),
     }
 }
 

@@ -89,7 +89,11 @@ impl GraphiteConfig {
             "address",
             "graphite-web's URL (the render API is below it), e.g. http://graphite.monitoring:8080",
         )?;
-        let address = check_address(&block.path_of("address"), &address)?;
+        let address = super::check_plain_address(
+            &block.path_of("address"),
+            &address,
+            "set basicAuth.username and basicAuth.passwordFile",
+        )?;
         let (timeout, retries, max_response_bytes) =
             super::read_sending(&mut block, DEFAULT_TIMEOUT)?;
         let basic_auth = match block.object("basicAuth")? {
@@ -134,31 +138,6 @@ impl GraphiteConfig {
             files.push(("graphite.caFile", ca.as_path()));
         }
         files
-    }
-}
-
-/// An http(s) URL with a host and no userinfo: a password belongs in `basicAuth.passwordFile`,
-/// never in the spec.
-fn check_address(path: &str, address: &str) -> Result<String, SpecError> {
-    let trimmed = address.trim().trim_end_matches('/');
-    let invalid = |expected: &str| SpecError::Invalid {
-        path: path.to_string(),
-        expected: expected.into(),
-        got: format!("{:?}", crate::prometheus::redact_url(trimmed)),
-    };
-    match url::Url::parse(trimmed) {
-        Ok(url) if matches!(url.scheme(), "http" | "https") && url.host().is_some() => {
-            if !url.username().is_empty() || url.password().is_some() {
-                return Err(invalid(
-                    "a URL without user:password@ (set basicAuth.username and basicAuth.passwordFile)",
-                ));
-            }
-            if url.query().is_some() || url.fragment().is_some() {
-                return Err(invalid("a URL without ?query or #fragment"));
-            }
-            Ok(trimmed.to_string())
-        }
-        _ => Err(invalid("an http:// or https:// URL")),
     }
 }
 

@@ -41,6 +41,35 @@ pub(crate) fn check_query(key: &str, query: &str) -> Result<(), String> {
     }
 }
 
+/// A self-hosted backend's address: an `http(s)://` URL with a host ([`crate::spec::check_address`]),
+/// and without userinfo (credentials go in files: `credentials` says which keys), query or
+/// fragment (the API's path is appended).
+pub(crate) fn check_plain_address(
+    path: &str,
+    address: &str,
+    credentials: &str,
+) -> Result<String, SpecError> {
+    let address = crate::spec::check_address(path, address)?;
+    let invalid = |expected: String| SpecError::Invalid {
+        path: path.to_string(),
+        expected,
+        got: format!("{:?}", crate::prometheus::redact_url(&address)),
+    };
+    // Parsed by check_address just now.
+    let Ok(url) = url::Url::parse(&address) else {
+        return Err(invalid("an http:// or https:// URL".into()));
+    };
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(invalid(format!(
+            "a URL without user:password@ ({credentials})"
+        )));
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(invalid("a URL without ?query or #fragment".into()));
+    }
+    Ok(address)
+}
+
 /// Further attempts after a connection failure, a timeout, 502–504 or a 429 whose reset fits
 /// the check's time, unless a block's `retries` says otherwise (as the prometheus block).
 pub(crate) const DEFAULT_RETRIES: u32 = 2;

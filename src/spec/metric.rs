@@ -316,22 +316,7 @@ fn read_prometheus(mut p: ObjectReader<'_>) -> Result<PrometheusConfig, SpecErro
         cfg.google = Some(read_google(g)?);
     }
     if let Some(mut v) = p.object("sigv4")? {
-        let name = |v: &ObjectReader<'_>, key: &'static str, value: String| {
-            let ok = !value.is_empty()
-                && value.len() <= 64
-                && value
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.');
-            if ok {
-                Ok(value)
-            } else {
-                Err(SpecError::Invalid {
-                    path: v.path_of(key),
-                    expected: "a name of letters, digits, `-`, `_` and `.` (e.g. us-east-1)".into(),
-                    got: format!("{value:?}"),
-                })
-            }
-        };
+        let name = aws_name;
         let region =
             v.required_string("region", "the AWS region of the workspace, e.g. us-east-1")?;
         let region = name(&v, "region", region)?;
@@ -505,6 +490,29 @@ fn read_google(mut g: ObjectReader<'_>) -> Result<GoogleAuthConfig, SpecError> {
 }
 
 /// Checks that an address is an http(s) URL; returns it without a trailing slash.
+/// An AWS region, service or profile name as `block`'s `key` gives it: letters, digits, `-`,
+/// `_` and `.`, at most 64 bytes — nothing that could reach a file path or a header.
+pub(crate) fn aws_name(
+    block: &ObjectReader<'_>,
+    key: &'static str,
+    value: String,
+) -> Result<String, SpecError> {
+    let ok = !value.is_empty()
+        && value.len() <= 64
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.');
+    if ok {
+        Ok(value)
+    } else {
+        Err(SpecError::Invalid {
+            path: block.path_of(key),
+            expected: "a name of letters, digits, `-`, `_` and `.` (e.g. us-east-1)".into(),
+            got: format!("{value:?}"),
+        })
+    }
+}
+
 pub(crate) fn check_address(path: &str, address: &str) -> Result<String, SpecError> {
     let trimmed = address.trim().trim_end_matches('/');
     match url::Url::parse(trimmed) {

@@ -28,7 +28,7 @@ pub use fleet::{
     FleetSpec, InitContainers, LabelMatcher, MatchKind, Promotion, SeriesSelector, VersionRegex,
     VersionSpec,
 };
-pub(crate) use metric::check_address;
+pub(crate) use metric::{aws_name, check_address};
 pub use metric::{Guard, MetricKind, MetricSpec, NoDataPolicy, OnInsufficient, QuerySpec};
 pub(crate) use promql::parse_promql;
 pub use promql::{check_promql, QueryLanguage};

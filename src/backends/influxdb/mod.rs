@@ -83,7 +83,11 @@ impl InfluxDbConfig {
     /// `caFile`, `insecureSkipVerify`.
     pub(crate) fn read(mut block: ObjectReader<'_>) -> Result<InfluxDbConfig, SpecError> {
         let address = match block.string("address")? {
-            Some(a) => check_address(&block.path_of("address"), &a)?,
+            Some(a) => super::check_plain_address(
+                &block.path_of("address"),
+                &a,
+                "put credentials in tokenFile or username + passwordFile",
+            )?,
             None => DEFAULT_ADDRESS.to_string(),
         };
         let database = block.required_string("database", "the InfluxDB database to query")?;
@@ -210,30 +214,6 @@ fn non_empty_path(
         });
     }
     Ok(PathBuf::from(value))
-}
-
-/// An `http(s)://` URL with a host, and without userinfo, query or fragment: credentials go in
-/// files, and `/query` is appended to the path.
-fn check_address(path: &str, address: &str) -> Result<String, SpecError> {
-    let trimmed = address.trim().trim_end_matches('/');
-    let invalid = |expected: &str| SpecError::Invalid {
-        path: path.to_string(),
-        expected: expected.into(),
-        got: format!("{:?}", crate::prometheus::redact_url(trimmed)),
-    };
-    let url = url::Url::parse(trimmed).map_err(|_| invalid("an http:// or https:// URL"))?;
-    if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
-        return Err(invalid("an http:// or https:// URL"));
-    }
-    if !url.username().is_empty() || url.password().is_some() {
-        return Err(invalid(
-            "a URL without user:password@ (put credentials in tokenFile or username + passwordFile)",
-        ));
-    }
-    if url.query().is_some() || url.fragment().is_some() {
-        return Err(invalid("a URL without ?query or #fragment"));
-    }
-    Ok(trimmed.to_string())
 }
 
 /// Runs one query: an instant check (one value per row, `result` shaped as Argo's provider
